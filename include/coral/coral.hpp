@@ -1,0 +1,20 @@
+#pragma once
+
+// Everything coral offers.
+#include "coral/as_awaiter.hpp"
+#include "coral/awaiter.hpp"
+#include "coral/event_loop.hpp"
+#include "coral/inline_executor.hpp"
+#include "coral/job.hpp"
+#include "coral/loop_executor.hpp"
+#include "coral/new_thread_executor.hpp"
+#include "coral/on.hpp"
+#include "coral/pool_executor.hpp"
+#include "coral/scheduler.hpp"
+#include "coral/sleep.hpp"
+#include "coral/spawn.hpp"
+#include "coral/sync_wait.hpp"
+#include "coral/task.hpp"
+#include "coral/this_task.hpp"
+#include "coral/use_task.hpp"
+#include "coral/yield.hpp"

@@ -1,0 +1,146 @@
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <typeinfo>
+
+#include "coral/detail/task_result.hpp"
+#include "coral/detail/task_root.hpp"
+#include "coral/task.hpp"
+
+namespace coral::detail {
+
+template <class T>
+class job_state;
+
+// Something to run once the job has ended (a then/catching/finally callback, a completion
+// handler, a blocked waiter).
+template <class T>
+struct job_callback {
+  virtual ~job_callback() = default;
+  virtual void run(job_state<T>& state) = 0;
+  std::unique_ptr<job_callback> next;
+};
+
+template <class T, class F>
+struct job_callback_fn final : job_callback<T> {
+  explicit job_callback_fn(F f) : f(std::move(f)) {}
+  void run(job_state<T>& state) override { f(state); }
+  F f;
+};
+
+void report_unobserved_exception(const std::exception_ptr& e) noexcept;
+void report_callback_exception(const std::exception_ptr& e) noexcept;
+
+// The root of a spawned task and the state shared with its job<T> handles: owns the outermost
+// frame while it runs, then holds the result and runs the callbacks registered on the job.
+template <class T>
+class job_state : public task_root {
+ public:
+  using frame_type = std::coroutine_handle<task_promise<T>>;
+
+  explicit job_state(asio::any_io_executor executor) : task_root(std::move(executor)) {}
+
+  // Starts `frame` on the executor (never inline: spawn() runs no task code itself).
+  void start(frame_type frame) {
+    frame_ = frame;
+    frame_.promise().run_as_root(*this);
+    asio::post(executor(), resume_handler{frame_, keep_alive(this)});
+  }
+
+  void complete() noexcept override {
+    result_ = std::move(frame_.promise().result());
+    std::exchange(frame_, nullptr).destroy();
+    finish();
+  }
+
+  bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+
+  // Runs `f(state)` once the job has ended: right here if it already has, otherwise on the thread
+  // that ends it. Never under the lock.
+  template <class F>
+  void when_done(F f) {
+    auto callback = std::make_unique<job_callback_fn<T, F>>(std::move(f));
+    {
+      std::lock_guard lock(mutex_);
+      if (!done_.load(std::memory_order_relaxed)) {
+        *tail_ = std::move(callback);
+        tail_ = &(*tail_)->next;
+        return;
+      }
+    }
+    run_callback(*callback);
+  }
+
+  task_result<T>& result() noexcept { return result_; }
+  void mark_observed() noexcept { observed_.store(true, std::memory_order_relaxed); }
+  // True for the first caller only: a move-only result can be taken once.
+  bool claim_result() noexcept { return !taken_.exchange(true, std::memory_order_acq_rel); }
+
+ protected:
+  ~job_state() override {
+    if (result_.has_exception() && !observed_.load(std::memory_order_relaxed)) {
+      report_unobserved_exception(result_.exception());
+    }
+  }
+
+  void chain_released() noexcept override {
+    if (!frame_) return;
+    // Nothing can resume the task any more (its executor's context was destroyed with the task
+    // suspended on it): free the frames and fail the job.
+    std::exchange(frame_, nullptr).destroy();
+    result_.set_exception(std::make_exception_ptr(boost::system::system_error(
+        asio::error::operation_aborted, "coral: the task was destroyed before it finished (its execution context went away)")));
+    finish();
+  }
+
+ private:
+  void finish() noexcept {
+    std::unique_ptr<job_callback<T>> callbacks;
+    {
+      std::lock_guard lock(mutex_);
+      done_.store(true, std::memory_order_release);
+      callbacks = std::move(head_);
+      tail_ = &head_;
+    }
+    while (callbacks) {
+      run_callback(*callbacks);
+      callbacks = std::move(callbacks->next);
+    }
+  }
+
+  void run_callback(job_callback<T>& callback) noexcept {
+    try {
+      callback.run(*this);
+    } catch (...) {
+      report_callback_exception(std::current_exception());
+    }
+  }
+
+  frame_type frame_;
+  task_result<T> result_;
+  std::mutex mutex_;
+  std::unique_ptr<job_callback<T>> head_;
+  std::unique_ptr<job_callback<T>>* tail_ = &head_;
+  std::atomic<bool> done_{false};
+  std::atomic<bool> observed_{false};
+  std::atomic<bool> taken_{false};
+};
+
+// A job whose task comes from a callable (typically a capturing lambda): the callable lives here,
+// so its captures outlive the task's frame.
+template <class T, class F>
+class factory_job_state final : public job_state<T> {
+ public:
+  factory_job_state(asio::any_io_executor executor, F factory)
+      : job_state<T>(std::move(executor)), factory_(std::move(factory)) {}
+  auto make_task() { return factory_(); }
+
+ private:
+  F factory_;
+};
+
+}  // namespace coral::detail

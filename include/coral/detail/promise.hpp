@@ -1,0 +1,178 @@
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <coroutine>
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/asio.hpp"
+#include "coral/detail/foreign_awaiter.hpp"
+#include "coral/detail/frame_allocator.hpp"
+#include "coral/detail/sleep_awaiter.hpp"
+#include "coral/detail/task_result.hpp"
+#include "coral/detail/task_root.hpp"
+
+namespace coral {
+
+// The executor type of a task that runs on whatever executor awaits or spawns it.
+struct inherit {};
+
+template <class T, class Executor>
+class task;
+
+namespace detail {
+
+template <class T>
+class task_awaiter;
+template <class T, class Executor>
+task_awaiter<T> make_task_awaiter(task<T, Executor>&& t);
+
+template <class T>
+inline constexpr bool is_task_v = false;
+template <class T, class E>
+inline constexpr bool is_task_v<task<T, E>> = true;
+
+template <class T>
+inline constexpr bool is_duration_v = false;
+template <class Rep, class Period>
+inline constexpr bool is_duration_v<std::chrono::duration<Rep, Period>> = true;
+
+// Marks a child coroutine being started synchronously by its awaiter on this thread. If the child
+// reaches its final suspension while its mark is the innermost one on this thread, it completed
+// without suspending: it records that and returns, and the awaiter continues the parent without
+// suspending it. This keeps the stack flat however long a chain of synchronous children is, without
+// relying on symmetric transfer being a tail call (g++ does not make it one at -O0 or under
+// sanitizers).
+struct inline_start {
+  std::coroutine_handle<> child;
+  bool completed = false;
+};
+inline constinit thread_local inline_start* tls_inline_start = nullptr;
+
+// Starts `child` on this thread; returns true if it completed without suspending.
+inline bool start_inline(std::coroutine_handle<> child) {
+  inline_start mark{child};
+  inline_start* outer = std::exchange(tls_inline_start, &mark);
+  child.resume();
+  tls_inline_start = outer;
+  return mark.completed;
+}
+
+class promise_base {
+ public:
+  static void* operator new(std::size_t size) { return allocate_frame(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { deallocate_frame(p, size); }
+
+  std::suspend_always initial_suspend() noexcept { return {}; }
+
+  struct final_awaiter {
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept {
+      promise_base& p = self.promise();
+      if (p.root_) {
+        p.root_->complete();  // may destroy this frame
+        return std::noop_coroutine();
+      }
+      if (p.continuation_context_) {
+        resume_on(*p.continuation_context_, p.continuation_);
+        return std::noop_coroutine();
+      }
+      if (inline_start* mark = tls_inline_start; mark && mark->child == self) {
+        mark->completed = true;
+        return std::noop_coroutine();
+      }
+      return p.continuation_;
+    }
+    void await_resume() const noexcept {}
+  };
+  final_awaiter final_suspend() noexcept { return {}; }
+
+  template <class A>
+  decltype(auto) await_transform(A&& awaitable) {
+    using D = std::remove_cvref_t<A>;
+    if constexpr (is_task_v<D>) {
+      return make_task_awaiter(std::move(awaitable));
+    } else if constexpr (is_duration_v<D>) {
+      return sleep_awaiter(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(awaitable));
+    } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
+      return executor_awaiter{context_->executor};
+    } else if constexpr (requires { typename D::coral_awaitable; }) {
+      return std::forward<A>(awaitable);
+    } else {
+      return foreign_awaiter<A>(std::forward<A>(awaitable));
+    }
+  }
+
+  task_context& context() const noexcept { return *context_; }
+
+  // Wiring, set by whoever starts the coroutine.
+  void run_inline(task_context& context, std::coroutine_handle<> continuation) noexcept {
+    context_ = &context;
+    continuation_ = continuation;
+  }
+  void run_elsewhere(task_context& context, task_context& continuation_context,
+                     std::coroutine_handle<> continuation) noexcept {
+    context_ = &context;
+    continuation_context_ = &continuation_context;
+    continuation_ = continuation;
+  }
+  void run_as_root(task_root& root) noexcept {
+    context_ = &root.context();
+    root_ = &root;
+  }
+
+ private:
+  struct executor_awaiter {
+    const asio::any_io_executor& executor;
+    bool await_ready() const noexcept { return true; }
+    void await_suspend(std::coroutine_handle<>) const noexcept {}
+    asio::any_io_executor await_resume() const { return executor; }
+  };
+
+  task_context* context_ = nullptr;
+  std::coroutine_handle<> continuation_;
+  // Set when the continuation runs on another executor and must be resumed through it.
+  task_context* continuation_context_ = nullptr;
+  // Set on the outermost coroutine of a spawned chain.
+  task_root* root_ = nullptr;
+};
+
+template <class T>
+class task_promise : public promise_base {
+ public:
+  std::coroutine_handle<task_promise> get_return_object() noexcept {
+    return std::coroutine_handle<task_promise>::from_promise(*this);
+  }
+  void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
+
+  template <class U = T>
+    requires std::convertible_to<U&&, T>
+  void return_value(U&& value) {
+    result_.set_value(std::forward<U>(value));
+  }
+
+  task_result<T>& result() noexcept { return result_; }
+
+ private:
+  task_result<T> result_;
+};
+
+template <>
+class task_promise<void> : public promise_base {
+ public:
+  std::coroutine_handle<task_promise> get_return_object() noexcept {
+    return std::coroutine_handle<task_promise>::from_promise(*this);
+  }
+  void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
+  void return_void() noexcept { result_.set_value(); }
+  task_result<void>& result() noexcept { return result_; }
+
+ private:
+  task_result<void> result_;
+};
+
+}  // namespace detail
+}  // namespace coral

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace coral::detail {
+
+// The outcome of a task: nothing yet, a value (T may be a reference or void), or an exception.
+template <class T>
+class task_result {
+  using stored = std::conditional_t<std::is_void_v<T>, std::monostate,
+                                    std::conditional_t<std::is_reference_v<T>, std::add_pointer_t<T>, T>>;
+
+ public:
+  template <class... U>
+  void set_value(U&&... value) {
+    if constexpr (std::is_reference_v<T>) {
+      state_.template emplace<1>(std::addressof(value)...);
+    } else {
+      state_.template emplace<1>(std::forward<U>(value)...);
+    }
+  }
+  void set_exception(std::exception_ptr e) noexcept { state_.template emplace<2>(std::move(e)); }
+
+  bool has_value() const noexcept { return state_.index() == 1; }
+  bool has_exception() const noexcept { return state_.index() == 2; }
+  bool empty() const noexcept { return state_.index() == 0; }
+  const std::exception_ptr& exception() const noexcept { return *std::get_if<2>(&state_); }
+
+  // Moves the value out, or rethrows the exception.
+  T take() {
+    rethrow_if_exception();
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else if constexpr (std::is_reference_v<T>) {
+      return static_cast<T>(*std::get<1>(state_));
+    } else {
+      return std::move(std::get<1>(state_));
+    }
+  }
+
+  // An lvalue of the value (for callbacks that look at it without taking it).
+  decltype(auto) peek() {
+    if constexpr (std::is_reference_v<T>) {
+      return static_cast<T>(*std::get<1>(state_));
+    } else {
+      return (std::get<1>(state_));
+    }
+  }
+
+  void rethrow_if_exception() const {
+    if (state_.index() == 2) std::rethrow_exception(*std::get_if<2>(&state_));
+    if (state_.index() == 0) throw std::logic_error("coral: the task has no result (it did not complete)");
+  }
+
+ private:
+  std::variant<std::monostate, stored, std::exception_ptr> state_;
+};
+
+}  // namespace coral::detail

@@ -1,0 +1,127 @@
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <utility>
+
+#include "coral/detail/asio.hpp"
+
+namespace coral::detail {
+
+class task_root;
+
+// What every coroutine of one spawned chain shares: the executor it resumes on, the
+// cancellation slot its current suspension point listens to, and the root that owns the chain.
+// Children awaited inline point at their parent's context; a child started on another executor
+// gets a context of its own (same slot, same root).
+struct task_context {
+  asio::any_io_executor executor;
+  asio::cancellation_slot slot;
+  task_root* root = nullptr;
+};
+
+// The owner of a spawned chain of coroutines. Two counts:
+//  - keep-alive references (`strong`): held by whatever will resume the chain next (a posted
+//    handler, a pending Asio operation, a foreign awaitable). When none is left the chain can never
+//    run again, so its frames are destroyed: this is how destroying an io_context with suspended
+//    tasks frees them.
+//  - object references: job handles plus one for the chain itself; the root is deleted at zero.
+class task_root {
+ public:
+  explicit task_root(asio::any_io_executor executor) : context_{std::move(executor), signal_.slot(), this} {}
+  task_root(const task_root&) = delete;
+  task_root& operator=(const task_root&) = delete;
+
+  task_context& context() noexcept { return context_; }
+  const asio::any_io_executor& executor() const noexcept { return context_.executor; }
+
+  void add_keep_alive() noexcept { keep_alive_.fetch_add(1, std::memory_order_relaxed); }
+  void release_keep_alive() noexcept {
+    if (keep_alive_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      chain_released();
+      release();
+    }
+  }
+
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Requests cancellation from any thread: the signal is emitted on the task's executor, where
+  // the slot is used; suspension points started later see cancel_requested().
+  void cancel() {
+    cancel_requested_.store(true, std::memory_order_release);
+    add_ref();
+    asio::post(context_.executor, [this] {
+      signal_.emit(asio::cancellation_type::all);
+      release();
+    });
+  }
+  bool cancel_requested() const noexcept { return cancel_requested_.load(std::memory_order_acquire); }
+
+  // Called from the final suspension of the chain's outermost coroutine.
+  virtual void complete() noexcept = 0;
+
+ protected:
+  virtual ~task_root() = default;
+  // No keep-alive reference is left: destroy the frames if they did not complete.
+  virtual void chain_released() noexcept = 0;
+
+ private:
+  asio::cancellation_signal signal_;
+  task_context context_;
+  std::atomic<std::uint32_t> keep_alive_{0};
+  std::atomic<std::uint32_t> refs_{1};
+  std::atomic<bool> cancel_requested_{false};
+};
+
+// A keep-alive reference to a chain.
+class keep_alive {
+ public:
+  keep_alive() noexcept = default;
+  explicit keep_alive(task_root* root) noexcept : root_(root) {
+    if (root_) root_->add_keep_alive();
+  }
+  keep_alive(keep_alive&& other) noexcept : root_(std::exchange(other.root_, nullptr)) {}
+  keep_alive& operator=(keep_alive&& other) noexcept {
+    if (this != &other) {
+      reset();
+      root_ = std::exchange(other.root_, nullptr);
+    }
+    return *this;
+  }
+  ~keep_alive() { reset(); }
+  void reset() noexcept {
+    if (auto* r = std::exchange(root_, nullptr)) r->release_keep_alive();
+  }
+
+ private:
+  task_root* root_ = nullptr;
+};
+
+// Resumes a suspended coroutine when invoked (through the executor it was posted to). If it is
+// destroyed uninvoked, for example with its io_context, it lets go of the chain, which frees it.
+struct resume_handler {
+  std::coroutine_handle<> coroutine;
+  keep_alive keep;
+
+  void operator()() {
+    auto k = std::move(keep);
+    std::exchange(coroutine, nullptr).resume();
+  }
+};
+
+// Resumes `coroutine` on the executor of `context` (inline when already there).
+inline void resume_on(const task_context& context, std::coroutine_handle<> coroutine) {
+  asio::dispatch(context.executor, resume_handler{coroutine, keep_alive(context.root)});
+}
+
+inline void throw_if_cancelled(const task_context& context) {
+  if (context.root->cancel_requested()) {
+    throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");
+  }
+}
+
+}  // namespace coral::detail

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <thread>
+
+#include "coral/detail/asio.hpp"
+
+namespace coral {
+
+// An io_context together with the one thread that runs it. The loop keeps running (even with no
+// work) until stop(); the destructor stops it, joins the thread, and then destroys whatever work
+// is still queued, which frees the coroutine frames of tasks suspended on it.
+class event_loop {
+ public:
+  using executor_type = asio::io_context::executor_type;
+
+  event_loop();
+  ~event_loop();
+  event_loop(const event_loop&) = delete;
+  event_loop& operator=(const event_loop&) = delete;
+
+  executor_type get_executor() noexcept { return context_.get_executor(); }
+  asio::io_context& context() noexcept { return context_; }
+  std::thread::id thread_id() const noexcept { return thread_.get_id(); }
+
+  // Makes the loop thread return as soon as possible; queued work stays queued (and is destroyed
+  // with the loop). Callable from any thread, including the loop's own.
+  void stop() noexcept;
+  // Waits for the loop thread to end. Throws std::logic_error when called on the loop thread,
+  // where it could never return.
+  void join();
+
+ private:
+  asio::io_context context_{1};
+  asio::executor_work_guard<executor_type> work_;
+  std::thread thread_;
+};
+
+}  // namespace coral

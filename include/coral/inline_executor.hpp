@@ -1,0 +1,30 @@
+#pragma once
+
+#include <utility>
+
+#include "coral/detail/asio.hpp"
+#include "coral/loop_executor.hpp"
+
+namespace coral {
+
+// The articles' NoopExecutor: work runs immediately on the thread that submits it, so a task on
+// it continues on whichever thread resumed it. Timers of such tasks live on the default loop
+// (that is the execution context it reports). It is never "non-blocking": asio::post() on it runs
+// the function inline too.
+class inline_executor {
+ public:
+  friend bool operator==(const inline_executor&, const inline_executor&) noexcept { return true; }
+
+  template <class F>
+  void execute(F&& f) const {
+    std::forward<F>(f)();
+  }
+
+  asio::execution_context& query(asio::execution::context_t) const noexcept { return detail::default_loop_context(); }
+  static constexpr asio::execution::blocking_t query(asio::execution::blocking_t) noexcept {
+    return asio::execution::blocking.always;
+  }
+  inline_executor require(asio::execution::blocking_t::never_t) const noexcept { return *this; }
+};
+
+}  // namespace coral

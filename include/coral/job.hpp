@@ -1,0 +1,178 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/job_state.hpp"
+#include "coral/detail/running_in_this_thread.hpp"
+
+namespace coral {
+
+// A handle to a spawned task (the articles' Task as seen from outside). Copies refer to the same
+// task. Dropping every job neither cancels nor leaks the task: it runs to its end.
+//
+// then/catching/finally register a callback that runs once the task has ended: immediately, on
+// the calling thread, if it already has; otherwise on the task's executor, on the thread that ends
+// it. Callbacks run in the order they were registered, never under a lock.
+template <class T>
+class job {
+  using state_type = detail::job_state<T>;
+
+ public:
+  using value_type = T;
+
+  job() noexcept = default;
+  explicit job(state_type* state) noexcept : state_(state) {}  // adopts a reference
+  job(const job& other) noexcept : state_(other.state_) {
+    if (state_) state_->add_ref();
+  }
+  job(job&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  job& operator=(job other) noexcept {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~job() {
+    if (state_) state_->release();
+  }
+
+  bool valid() const noexcept { return state_ != nullptr; }
+
+  // f(value) when the task returns (f() for job<void>); not called when it fails.
+  template <class F>
+  job& then(F f) {
+    check_valid("then");
+    state().when_done([f = std::move(f)](state_type& s) mutable {
+      if (!s.result().has_value()) return;
+      if constexpr (std::is_void_v<T>) {
+        f();
+      } else {
+        f(s.result().peek());
+      }
+    });
+    return *this;
+  }
+
+  // f(e) when the task fails, with e a std::exception& (as in the articles: called only for
+  // exceptions derived from std::exception) or a std::exception_ptr (called for any exception).
+  template <class F>
+  job& catching(F f) {
+    check_valid("catching");
+    state().when_done([f = std::move(f)](state_type& s) mutable {
+      if (!s.result().has_exception()) return;
+      if constexpr (std::is_invocable_v<F&, std::exception_ptr>) {
+        s.mark_observed();
+        f(s.result().exception());
+      } else {
+        static_assert(std::is_invocable_v<F&, std::exception&>,
+                      "coral::job::catching: the callback must take std::exception& or std::exception_ptr");
+        try {
+          std::rethrow_exception(s.result().exception());
+        } catch (std::exception& e) {
+          s.mark_observed();
+          f(e);
+        } catch (...) {
+          // Not a std::exception: this callback cannot see it; it stays unobserved (reported).
+        }
+      }
+    });
+    return *this;
+  }
+
+  // f() once the task has ended, whichever way.
+  template <class F>
+  job& finally(F f) {
+    check_valid("finally");
+    state().when_done([f = std::move(f)](state_type&) mutable { f(); });
+    return *this;
+  }
+
+  bool done() const noexcept { return state_ && state_->done(); }
+
+  // Blocks the calling thread until the task has ended. Throws std::logic_error instead of
+  // deadlocking when called on a thread of the task's own executor.
+  void wait() const {
+    check_waitable("wait");
+    auto signal = waiter();
+    std::unique_lock lock(signal->mutex);
+    signal->cv.wait(lock, [&] { return signal->ended; });
+  }
+
+  // As wait(), for at most `timeout`; returns done().
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    check_waitable("wait_for");
+    auto signal = waiter();
+    std::unique_lock lock(signal->mutex);
+    return signal->cv.wait_for(lock, timeout, [&] { return signal->ended; });
+  }
+
+  // Waits for the task and returns its value or rethrows its exception. A copyable value is
+  // copied (get_result() may be called again); a move-only one is moved out, once.
+  T get_result() {
+    wait();
+    auto& result = state().result();
+    state().mark_observed();
+    if constexpr (std::is_void_v<T> || std::is_reference_v<T>) {
+      return result.take();
+    } else if constexpr (std::is_copy_constructible_v<T>) {
+      result.rethrow_if_exception();
+      return result.peek();
+    } else {
+      result.rethrow_if_exception();
+      if (!state().claim_result()) {
+        throw std::logic_error("coral::job::get_result: the move-only result was already taken");
+      }
+      return result.take();
+    }
+  }
+
+  // Asks the task to stop: the operation it is suspended on (or the next one it starts) fails
+  // with operation_aborted. Callable from any thread.
+  void cancel() {
+    check_valid("cancel");
+    state().cancel();
+  }
+
+ private:
+  struct wait_signal {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool ended = false;
+  };
+
+  std::shared_ptr<wait_signal> waiter() const {
+    auto signal = std::make_shared<wait_signal>();
+    state().when_done([signal](state_type&) {
+      std::lock_guard lock(signal->mutex);
+      signal->ended = true;
+      signal->cv.notify_all();
+    });
+    return signal;
+  }
+
+  void check_valid(const char* what) const {
+    if (!state_) throw std::logic_error(std::string("coral::job::") + what + " on an empty job");
+  }
+
+  void check_waitable(const char* what) const {
+    check_valid(what);
+    if (!state_->done() && detail::running_in_this_thread(state_->executor())) {
+      throw std::logic_error(std::string("coral::job::") + what +
+                             " called on a thread of the job's own executor while the job is still running: "
+                             "blocking here would deadlock, since the job can only finish on this executor. "
+                             "co_await the task or use then()/finally() instead");
+    }
+  }
+
+  state_type& state() const noexcept { return *state_; }
+
+  state_type* state_ = nullptr;
+};
+
+}  // namespace coral

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <functional>
+#include <utility>
+
+#include "coral/detail/asio.hpp"
+#include "coral/loop_executor.hpp"
+
+namespace coral {
+
+namespace detail {
+// Runs `work` on a new thread. Threads are joined (finished ones on the next start, the rest at
+// exit); none is ever detached.
+void start_thread(std::function<void()> work);
+}  // namespace detail
+
+// The articles' NewThreadExecutor: every piece of work runs on a new thread. Timers of tasks on
+// it live on the default loop; their completions start new threads.
+class new_thread_executor {
+ public:
+  friend bool operator==(const new_thread_executor&, const new_thread_executor&) noexcept { return true; }
+
+  template <class F>
+  void execute(F&& f) const {
+    // std::function needs a copyable target; Asio's handlers are often move-only.
+    auto shared = std::make_shared<std::decay_t<F>>(std::forward<F>(f));
+    detail::start_thread([shared]() mutable { std::move (*shared)(); });
+  }
+
+  asio::execution_context& query(asio::execution::context_t) const noexcept { return detail::default_loop_context(); }
+  static constexpr asio::execution::blocking_t query(asio::execution::blocking_t) noexcept {
+    return asio::execution::blocking.never;
+  }
+  new_thread_executor require(asio::execution::blocking_t::never_t) const noexcept { return *this; }
+};
+
+}  // namespace coral

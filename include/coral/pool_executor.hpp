@@ -1,0 +1,19 @@
+#pragma once
+
+#include "coral/detail/asio.hpp"
+
+namespace coral {
+
+namespace detail {
+// The process-wide thread pool behind pool_executor (hardware_concurrency threads), created on
+// first use and joined at exit.
+asio::thread_pool& default_pool();
+}  // namespace detail
+
+// The articles' AsyncExecutor: work runs on the shared asio::thread_pool.
+class pool_executor : public asio::thread_pool::executor_type {
+ public:
+  pool_executor() noexcept : asio::thread_pool::executor_type(detail::default_pool().get_executor()) {}
+};
+
+}  // namespace coral

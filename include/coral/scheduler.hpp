@@ -1,0 +1,145 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+
+#include "coral/detail/asio.hpp"
+
+namespace coral {
+
+namespace detail {
+
+// One piece of scheduled work: a steady_timer on the scheduler's executor and the function to run
+// on the target executor when it expires (again every `period`, if set).
+class scheduled_work : public std::enable_shared_from_this<scheduled_work> {
+ public:
+  scheduled_work(const asio::any_io_executor& timer_executor, asio::any_io_executor target, std::function<void()> f,
+                 std::chrono::steady_clock::duration period);
+  void start(std::chrono::steady_clock::time_point when, std::weak_ptr<struct scheduler_state> owner);
+  // Thread-safe; the function will not be started after this returns.
+  void cancel();
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+
+ private:
+  void arm();
+  void expired(boost::system::error_code error);
+
+  asio::steady_timer timer_;
+  asio::any_io_executor target_;
+  std::function<void()> f_;
+  std::chrono::steady_clock::duration period_;
+  std::atomic<bool> cancelled_{false};
+  std::weak_ptr<scheduler_state> owner_;
+};
+
+struct scheduler_state {
+  std::mutex mutex;
+  bool closed = false;
+  std::unordered_set<std::shared_ptr<scheduled_work>> pending;
+};
+
+}  // namespace detail
+
+// Article 004's scheduled executor, on Asio timers (no timer thread). Timers run on the
+// scheduler's executor; each function runs on the scheduler's executor, or on the executor chosen
+// with on(). Steady clock only. Every submit returns a handle whose cancel() stops the work from
+// starting (or, for every(), from starting again).
+//
+//   coral::scheduler s(ex);
+//   s.submit_after([] { ... }, 100ms);
+//   auto tick = s.every(1s, [] { ... });
+//   s.on(pool_ex).after(2s).submit([] { ... });
+//   tick.cancel();
+//   s.close();
+class scheduler {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  class handle {
+   public:
+    handle() = default;
+    // Thread-safe. A function already running finishes; it is not started again.
+    void cancel() {
+      if (auto w = work_.lock()) w->cancel();
+    }
+
+   private:
+    friend class scheduler;
+    explicit handle(std::weak_ptr<detail::scheduled_work> w) : work_(std::move(w)) {}
+    std::weak_ptr<detail::scheduled_work> work_;
+  };
+
+  // Work submitted for a given executor: s.on(ex).after(d).submit(f) or .at(tp).submit(f).
+  class targeted {
+   public:
+    targeted after(clock::duration d) && {
+      when_ = clock::now() + d;
+      return std::move(*this);
+    }
+    targeted at(clock::time_point tp) && {
+      when_ = tp;
+      return std::move(*this);
+    }
+    template <class F>
+    handle submit(F f) && {
+      return owner_->schedule(target_, std::move(f), when_, {});
+    }
+
+   private:
+    friend class scheduler;
+    targeted(scheduler* owner, asio::any_io_executor target) : owner_(owner), target_(std::move(target)) {}
+    scheduler* owner_;
+    asio::any_io_executor target_;
+    clock::time_point when_ = clock::now();
+  };
+
+  explicit scheduler(asio::any_io_executor executor);
+  template <class Context>
+    requires std::is_convertible_v<Context&, asio::execution_context&>
+  explicit scheduler(Context& context) : scheduler(asio::any_io_executor(context.get_executor())) {}
+  ~scheduler();
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  template <class F>
+  handle submit(F f) {
+    return schedule(executor_, std::move(f), clock::now(), {});
+  }
+  template <class F>
+  handle submit_after(F f, clock::duration d) {
+    return schedule(executor_, std::move(f), clock::now() + d, {});
+  }
+  template <class F>
+  handle submit_at(F f, clock::time_point tp) {
+    return schedule(executor_, std::move(f), tp, {});
+  }
+  // Runs f every `period`, the first time one period from now, on fixed-rate deadlines.
+  template <class F>
+  handle every(clock::duration period, F f) {
+    if (period <= clock::duration::zero()) throw std::invalid_argument("coral::scheduler::every: period must be positive");
+    return schedule(executor_, std::move(f), clock::now() + period, period);
+  }
+  template <class Executor>
+  targeted on(const Executor& target) {
+    return targeted(this, asio::any_io_executor(target));
+  }
+
+  // Cancels all pending work; later submits throw std::logic_error.
+  void close();
+  bool closed() const;
+  const asio::any_io_executor& get_executor() const noexcept { return executor_; }
+
+ private:
+  handle schedule(const asio::any_io_executor& target, std::function<void()> f, clock::time_point when,
+                  clock::duration period);
+
+  asio::any_io_executor executor_;
+  std::shared_ptr<detail::scheduler_state> state_;
+};
+
+}  // namespace coral

@@ -1,0 +1,157 @@
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/job_state.hpp"
+#include "coral/job.hpp"
+#include "coral/task.hpp"
+
+namespace coral {
+
+namespace detail {
+
+template <class E>
+concept executor_like = asio::execution::is_executor<E>::value || asio::is_executor<E>::value;
+
+template <class C>
+concept execution_context_like = std::is_convertible_v<C&, asio::execution_context&> && requires(C& c) {
+  c.get_executor();
+};
+
+template <class E>
+decltype(auto) executor_of(E& e) {
+  if constexpr (execution_context_like<E>) {
+    return e.get_executor();
+  } else {
+    return (e);
+  }
+}
+
+// A task or a callable returning one.
+template <class A>
+concept task_source = is_task_v<std::remove_cvref_t<A>> || is_task_v<std::remove_cvref_t<std::invoke_result_t<A&>>>;
+
+template <class A>
+struct task_of {
+  using type = std::remove_cvref_t<A>;
+};
+template <class A>
+  requires(!is_task_v<std::remove_cvref_t<A>>)
+struct task_of<A> {
+  using type = std::remove_cvref_t<std::invoke_result_t<A&>>;
+};
+template <class A>
+using task_of_t = typename task_of<A>::type;
+
+// The executor a spawned task runs on: its bound executor type if it has one, else the one given.
+template <class Task>
+asio::any_io_executor root_executor(asio::any_io_executor given) {
+  if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
+    return given;
+  } else {
+    return typename Task::executor_type{};
+  }
+}
+
+// Creates the root of a spawned task, with one object reference for the caller, and starts it.
+template <class Source>
+auto start_root(asio::any_io_executor executor, Source&& source) {
+  using task_type = task_of_t<Source>;
+  using T = typename task_type::value_type;
+  if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
+    if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
+    auto* state = new job_state<T>(root_executor<task_type>(std::move(executor)));
+    state->add_ref();
+    state->start(task_type(std::move(source)).release());
+    return state;
+  } else {
+    using F = std::remove_cvref_t<Source>;
+    auto* state = new factory_job_state<T, F>(root_executor<task_type>(std::move(executor)), std::forward<Source>(source));
+    state->add_ref();
+    task_type t = state->make_task();
+    state->start(t.release());
+    return static_cast<job_state<T>*>(state);
+  }
+}
+
+template <class T>
+struct spawn_signature {
+  using type = void(std::exception_ptr, T);
+};
+template <>
+struct spawn_signature<void> {
+  using type = void(std::exception_ptr);
+};
+
+struct initiate_spawn {
+  template <class Handler, class Source>
+  void operator()(Handler handler, asio::any_io_executor executor, Source source, bool observed) const {
+    auto* state = start_root(executor, std::move(source));
+    using T = typename task_of_t<Source>::value_type;
+    // The callback owns the handler; the state owns the callback until the task ends.
+    state->when_done([handler = std::move(handler), executor, observed](job_state<T>& s) mutable {
+      if (observed) s.mark_observed();
+      auto handler_executor = asio::get_associated_executor(handler, executor);
+      std::exception_ptr error;
+      if (s.result().has_exception()) error = s.result().exception();
+      if constexpr (std::is_void_v<T>) {
+        asio::dispatch(handler_executor, [h = std::move(handler), error]() mutable { std::move(h)(error); });
+      } else {
+        static_assert(std::is_default_constructible_v<T>,
+                      "coral::spawn with a completion token needs a default-constructible result type (it is "
+                      "passed, default-constructed, along with the exception when the task fails)");
+        T value{};
+        if (!error) value = s.result().take();
+        asio::dispatch(handler_executor, [h = std::move(handler), error, v = std::move(value)]() mutable {
+          std::move(h)(error, std::move(v));
+        });
+      }
+    });
+    state->release();
+  }
+};
+
+}  // namespace detail
+
+// Starts `source` (a task, or a callable returning one) on `executor` (an executor or an
+// execution context) and returns its job. A task with a bound executor type runs on that type's
+// executor whatever `executor` is. A callable is kept alive until its task ends, so a lambda's
+// captures stay valid for the whole task.
+template <class Executor, detail::task_source Source>
+  requires detail::executor_like<std::remove_cvref_t<Executor>> ||
+           detail::execution_context_like<std::remove_cvref_t<Executor>>
+auto spawn(Executor&& executor, Source&& source) {
+  using T = typename detail::task_of_t<Source>::value_type;
+  return job<T>(detail::start_root(detail::executor_of(executor), std::forward<Source>(source)));
+}
+
+// Starts a task with a bound executor type on that executor.
+template <class T, class Executor>
+job<T> spawn(task<T, Executor> t) {
+  static_assert(!std::is_same_v<Executor, inherit>,
+                "coral::spawn(task): this task has no executor type (task<T> runs where it is started); "
+                "say where: coral::spawn(executor, task), or declare it as task<T, some_executor>");
+  if constexpr (!std::is_same_v<Executor, inherit>) {
+    return job<T>(detail::start_root(Executor{}, std::move(t)));
+  }
+}
+
+// As asio::co_spawn: starts `source` and delivers its outcome to `token` with signature
+// void(std::exception_ptr, T) (void(std::exception_ptr) for void tasks). The handler runs on
+// its associated executor, by default `executor`. With asio::detached, an exception is reported
+// on stderr rather than lost.
+template <class Executor, detail::task_source Source, class CompletionToken>
+  requires detail::executor_like<std::remove_cvref_t<Executor>> ||
+           detail::execution_context_like<std::remove_cvref_t<Executor>>
+auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
+  using T = typename detail::task_of_t<Source>::value_type;
+  constexpr bool observed = !std::is_same_v<std::decay_t<CompletionToken>, asio::detached_t>;
+  return asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
+      detail::initiate_spawn{}, token, asio::any_io_executor(detail::executor_of(executor)),
+      std::decay_t<Source>(std::forward<Source>(source)), observed);
+}
+
+}  // namespace coral

@@ -1,0 +1,123 @@
+#pragma once
+
+#include <coroutine>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/promise.hpp"
+
+namespace coral {
+
+// A lazy, move-only coroutine. Nothing runs until the task is awaited (`co_await t`) inside
+// another task or started with spawn()/sync_wait(). Its result, or its exception, goes to whoever
+// awaits or joins it. T may be a value, a move-only type, a reference or void.
+//
+// Executor says where the task runs:
+//  - inherit (the default): on the executor of whoever awaits or spawns it. Awaiting such a
+//    child starts it immediately on the awaiting thread, with no queue hop.
+//  - a default-constructible executor type (loop_executor, pool_executor, ...): the task always
+//    starts on Executor{}; the awaiting coroutine resumes on its own executor afterwards.
+//
+// Every suspension of a task resumes it on its executor.
+template <class T = void, class Executor = inherit>
+class [[nodiscard]] task {
+ public:
+  using promise_type = detail::task_promise<T>;
+  using value_type = T;
+  using executor_type = Executor;
+  using handle_type = std::coroutine_handle<promise_type>;
+
+  task() noexcept = default;
+  task(task&& other) noexcept : frame_(std::exchange(other.frame_, nullptr)) {}
+  task& operator=(task&& other) noexcept {
+    if (this != &other) {
+      reset();
+      frame_ = std::exchange(other.frame_, nullptr);
+    }
+    return *this;
+  }
+  ~task() { reset(); }
+
+  // False once the task has been moved from (awaited, spawned or moved elsewhere).
+  bool valid() const noexcept { return static_cast<bool>(frame_); }
+  explicit operator bool() const noexcept { return valid(); }
+
+  // Gives up ownership of the coroutine frame (for the runtime).
+  handle_type release() noexcept { return std::exchange(frame_, nullptr); }
+
+  // The same coroutine with another executor binding.
+  template <class OtherExecutor>
+  explicit task(task<T, OtherExecutor>&& other) noexcept : frame_(other.release()) {}
+
+  // Takes ownership of a frame (what a coroutine returning task<> is built from).
+  task(handle_type frame) noexcept : frame_(frame) {}
+
+ private:
+  // A task only ever owns a frame that has not started or that has finished: running frames are
+  // owned by the awaiting coroutine's awaiter or by the spawned chain's root.
+  void reset() noexcept {
+    if (auto f = std::exchange(frame_, nullptr)) f.destroy();
+  }
+
+  handle_type frame_;
+};
+
+namespace detail {
+
+// Awaits a child task. Without a target executor (or when it is the parent's) the child starts on
+// the spot; otherwise it is posted to its executor and the parent is resumed on its own executor
+// when the child finishes.
+template <class T>
+class task_awaiter {
+ public:
+  using coral_awaitable = void;
+  using handle_type = std::coroutine_handle<task_promise<T>>;
+
+  task_awaiter(handle_type child, asio::any_io_executor executor) noexcept
+      : child_(child), executor_(std::move(executor)) {}
+  task_awaiter(task_awaiter&&) = delete;
+  ~task_awaiter() {
+    if (child_) child_.destroy();
+  }
+
+  bool await_ready() const {
+    if (!child_) {
+      throw std::logic_error("coral: awaiting a task that is empty (moved from, or already awaited or spawned)");
+    }
+    return false;
+  }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    task_context& parent_context = parent.promise().context();
+    promise_base& child = child_.promise();
+    if (!executor_ || executor_ == parent_context.executor) {
+      child.run_inline(parent_context, parent);
+      return !start_inline(child_);
+    }
+    child_context_ = task_context{std::move(executor_), parent_context.slot, parent_context.root};
+    child.run_elsewhere(child_context_, parent_context, parent);
+    asio::post(child_context_.executor, resume_handler{child_, keep_alive(parent_context.root)});
+    return true;
+  }
+
+  T await_resume() { return child_.promise().result().take(); }
+
+ private:
+  handle_type child_;
+  asio::any_io_executor executor_;
+  task_context child_context_;
+};
+
+template <class T, class Executor>
+task_awaiter<T> make_task_awaiter(task<T, Executor>&& t) {
+  if constexpr (std::is_same_v<Executor, inherit>) {
+    return task_awaiter<T>(t.release(), {});
+  } else {
+    return task_awaiter<T>(t.release(), Executor{});
+  }
+}
+
+}  // namespace detail
+}  // namespace coral

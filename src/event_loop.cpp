@@ -1,0 +1,35 @@
+#include "coral/event_loop.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+
+namespace coral {
+
+event_loop::event_loop() : work_(context_.get_executor()), thread_([this] { context_.run(); }) {}
+
+event_loop::~event_loop() {
+  stop();
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      // Destroying the loop from its own thread can neither join nor (by coral's rules) detach.
+      std::fputs("coral: event_loop destroyed from its own thread\n", stderr);
+      std::terminate();
+    }
+    thread_.join();
+  }
+}
+
+void event_loop::stop() noexcept {
+  work_.reset();
+  context_.stop();
+}
+
+void event_loop::join() {
+  if (thread_.get_id() == std::this_thread::get_id()) {
+    throw std::logic_error("coral::event_loop::join() called on the loop's own thread: it would wait for itself");
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace coral
