@@ -20,7 +20,7 @@ namespace coral {
 // then/catching/finally register a callback that runs once the task has ended: immediately, on
 // the calling thread, if it already has; otherwise on the task's executor, on the thread that ends
 // it. Callbacks run in the order they were registered, never under a lock.
-template <class T>
+template <class T = void>
 class job {
   using state_type = detail::job_state<T>;
 

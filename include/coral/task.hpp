@@ -76,7 +76,10 @@ class task_awaiter {
 
   task_awaiter(handle_type child, asio::any_io_executor executor) noexcept
       : child_(child), executor_(std::move(executor)) {}
-  task_awaiter(task_awaiter&&) = delete;
+  // Only ever moved before it is awaited.
+  task_awaiter(task_awaiter&& other) noexcept
+      : child_(std::exchange(other.child_, nullptr)), executor_(std::move(other.executor_)) {}
+  task_awaiter& operator=(task_awaiter&&) = delete;
   ~task_awaiter() {
     if (child_) child_.destroy();
   }

@@ -2,6 +2,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -48,37 +49,48 @@ decltype(auto) get_awaiter(A&& awaitable) {
 template <class A>
 class foreign_awaiter {
   using awaitable_type = std::conditional_t<std::is_lvalue_reference_v<A>, A, std::remove_cvref_t<A>>;
-  // A reference when the awaitable is its own awaiter, a value when operator co_await makes one.
-  using awaiter_type = decltype(get_awaiter(std::declval<awaitable_type&>()));
+  using made_awaiter = decltype(get_awaiter(std::declval<awaitable_type&>()));
+  // The awaitable is its own awaiter unless its operator co_await makes one. No member refers to
+  // another: g++ 12 may copy this object before awaiting it.
+  static constexpr bool is_own_awaiter = std::is_reference_v<made_awaiter>;
+  struct none {};
 
  public:
-  explicit foreign_awaiter(A&& awaitable)
-      : awaitable_(std::forward<A>(awaitable)), awaiter_(get_awaiter(static_cast<awaitable_type&>(awaitable_))) {}
+  explicit foreign_awaiter(A&& awaitable) : awaitable_(std::forward<A>(awaitable)) {}
 
-  bool await_ready() { return awaiter_.await_ready(); }
+  bool await_ready() { return awaiter().await_ready(); }
 
   template <class Promise>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> task) {
     task_context& context = task.promise().context();
     auto hop = return_to_executor(context.executor, keep_alive(context.root), task).handle;
-    using result = decltype(awaiter_.await_suspend(hop));
+    using result = decltype(awaiter().await_suspend(hop));
     if constexpr (std::is_void_v<result>) {
-      awaiter_.await_suspend(hop);
+      awaiter().await_suspend(hop);
       return std::noop_coroutine();
     } else if constexpr (std::is_same_v<result, bool>) {
-      if (awaiter_.await_suspend(hop)) return std::noop_coroutine();
+      if (awaiter().await_suspend(hop)) return std::noop_coroutine();
       hop.destroy();
       return task;
     } else {
-      return awaiter_.await_suspend(hop);
+      return awaiter().await_suspend(hop);
     }
   }
 
-  decltype(auto) await_resume() { return awaiter_.await_resume(); }
+  decltype(auto) await_resume() { return awaiter().await_resume(); }
 
  private:
+  auto& awaiter() {
+    if constexpr (is_own_awaiter) {
+      return static_cast<std::remove_reference_t<awaitable_type>&>(awaitable_);
+    } else {
+      if (!made_) made_.emplace(get_awaiter(static_cast<std::remove_reference_t<awaitable_type>&>(awaitable_)));
+      return *made_;
+    }
+  }
+
   awaitable_type awaitable_;
-  awaiter_type awaiter_;
+  std::conditional_t<is_own_awaiter, none, std::optional<std::remove_cvref_t<made_awaiter>>> made_;
 };
 
 }  // namespace coral::detail

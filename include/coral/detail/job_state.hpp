@@ -90,8 +90,10 @@ class job_state : public task_root {
   void chain_released() noexcept override {
     if (!frame_) return;
     // Nothing can resume the task any more (its executor's context was destroyed with the task
-    // suspended on it): free the frames and fail the job.
+    // suspended on it): free the frames and fail the job. The task itself threw nothing, so
+    // this is not reported as an unobserved exception.
     std::exchange(frame_, nullptr).destroy();
+    mark_observed();
     result_.set_exception(std::make_exception_ptr(boost::system::system_error(
         asio::error::operation_aborted, "coral: the task was destroyed before it finished (its execution context went away)")));
     finish();

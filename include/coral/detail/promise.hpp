@@ -39,6 +39,20 @@ inline constexpr bool is_duration_v = false;
 template <class Rep, class Period>
 inline constexpr bool is_duration_v<std::chrono::duration<Rep, Period>> = true;
 
+// Refers to a coral awaitable for the duration of a co_await. g++ 12 copies (or moves) whatever
+// await_transform returns, even a reference, so coral awaitables, which may not be copyable and
+// must be awaited in place (awaiter<R>), are passed through this handle.
+template <class A>
+struct awaiter_ref {
+  A& awaitable;
+  decltype(auto) await_ready() { return awaitable.await_ready(); }
+  template <class Promise>
+  decltype(auto) await_suspend(std::coroutine_handle<Promise> coroutine) {
+    return awaitable.await_suspend(coroutine);
+  }
+  decltype(auto) await_resume() { return awaitable.await_resume(); }
+};
+
 // Marks a child coroutine being started synchronously by its awaiter on this thread. If the child
 // reaches its final suspension while its mark is the innermost one on this thread, it completed
 // without suspending: it records that and returns, and the awaiter continues the parent without
@@ -100,7 +114,7 @@ class promise_base {
     } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
       return executor_awaiter{context_->executor};
     } else if constexpr (requires { typename D::coral_awaitable; }) {
-      return std::forward<A>(awaitable);
+      return awaiter_ref<D>{awaitable};
     } else {
       return foreign_awaiter<A>(std::forward<A>(awaitable));
     }

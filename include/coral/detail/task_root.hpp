@@ -3,6 +3,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "coral/detail/asio.hpp"
@@ -53,11 +54,10 @@ class task_root {
   // the slot is used; suspension points started later see cancel_requested().
   void cancel() {
     cancel_requested_.store(true, std::memory_order_release);
+    // The posted function holds a reference, released also if it is destroyed without running.
     add_ref();
-    asio::post(context_.executor, [this] {
-      signal_.emit(asio::cancellation_type::all);
-      release();
-    });
+    std::unique_ptr<task_root, released> self(this);
+    asio::post(context_.executor, [self = std::move(self)] { self->signal_.emit(asio::cancellation_type::all); });
   }
   bool cancel_requested() const noexcept { return cancel_requested_.load(std::memory_order_acquire); }
 
@@ -70,6 +70,10 @@ class task_root {
   virtual void chain_released() noexcept = 0;
 
  private:
+  struct released {
+    void operator()(task_root* root) const noexcept { root->release(); }
+  };
+
   asio::cancellation_signal signal_;
   task_context context_;
   std::atomic<std::uint32_t> keep_alive_{0};

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what coral needs when it is missing (Debian 12, as root). Boost 1.81 is named
+# explicitly: Debian's plain libboost-dev is 1.74, too old for coral.
+set -euo pipefail
+missing=()
+command -v g++ >/dev/null || missing+=(g++)
+command -v cmake >/dev/null || missing+=(cmake)
+command -v make >/dev/null || missing+=(make)
+dpkg -s libboost1.81-dev >/dev/null 2>&1 || missing+=(libboost1.81-dev)
+if [[ "${1:-}" == "--tests" ]]; then
+  dpkg -s libboost-test1.81-dev >/dev/null 2>&1 || missing+=(libboost-test1.81-dev)
+fi
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

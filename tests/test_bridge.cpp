@@ -1,0 +1,198 @@
+#define BOOST_TEST_MODULE coral bridge to Asio and other awaitables
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include "test_support.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// An awaitable that knows nothing of executors: it hands its coroutine to a foreign thread,
+// which resumes it there.
+struct resume_on_a_thread {
+  std::promise<std::coroutine_handle<>>* mailbox;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { mailbox->set_value(h); }
+  int await_resume() const noexcept { return 11; }
+};
+
+// The articles' generic awaiter: completed by a foreign thread.
+struct delayed_value : coral::awaiter<int> {
+  std::promise<delayed_value*>* mailbox;
+  bool fail;
+  delayed_value(std::promise<delayed_value*>* m, bool f) : mailbox(m), fail(f) {}
+  void after_suspend() override { mailbox->set_value(this); }
+  void complete() {
+    if (fail) {
+      resume_exception(std::make_exception_ptr(std::runtime_error("awaiter failed")));
+    } else {
+      resume(21);
+    }
+  }
+  void before_resume() override { before_resume_thread = std::this_thread::get_id(); }
+  std::thread::id before_resume_thread;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(use_task_awaits_timers_and_throws_their_errors) {
+  coral::event_loop loop;
+  auto t = [&]() -> coral::task<std::string> {
+    asio::steady_timer timer(co_await coral::this_task::executor, 5ms);
+    co_await timer.async_wait(coral::use_task);
+    bool on_loop = std::this_thread::get_id() == loop.thread_id();
+    timer.expires_after(1h);
+    asio::post(loop.get_executor(), [&] { timer.cancel(); });
+    try {
+      co_await timer.async_wait(coral::use_task);
+    } catch (const boost::system::system_error& e) {
+      co_return std::string(on_loop ? "on loop, " : "elsewhere, ") + (e.code() == asio::error::operation_aborted ? "aborted" : "?");
+    }
+    co_return "not aborted";
+  };
+  BOOST_TEST(get_within(coral::spawn(loop.get_executor(), t())) == "on loop, aborted");
+}
+
+BOOST_AUTO_TEST_CASE(as_tuple_use_task_returns_errors_instead_of_throwing) {
+  auto t = []() -> coral::task<bool> {
+    asio::steady_timer timer(co_await coral::this_task::executor, 1h);
+    timer.cancel();
+    asio::post(co_await coral::this_task::executor, [&] { timer.cancel(); });
+    auto [error] = co_await timer.async_wait(asio::as_tuple(coral::use_task));
+    co_return error == asio::error::operation_aborted;
+  };
+  BOOST_TEST(coral::sync_wait(t()));
+}
+
+BOOST_AUTO_TEST_CASE(use_task_as_default_completion_token) {
+  auto t = []() -> coral::task<bool> {
+    coral::use_task_t::as_default_on_t<asio::steady_timer> timer(co_await coral::this_task::executor, 1ms);
+    co_await timer.async_wait();
+    auto other = coral::use_task_t::as_default_on(asio::steady_timer(co_await coral::this_task::executor, 1ms));
+    co_await other.async_wait();
+    co_return true;
+  };
+  BOOST_TEST(coral::sync_wait(t()));
+}
+
+BOOST_AUTO_TEST_CASE(sockets_over_loopback_resume_on_the_tasks_executor) {
+  coral::event_loop server_loop, client_loop;
+  tcp::acceptor acceptor(server_loop.get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
+  auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> coral::task<int> {
+    auto socket = co_await acceptor.async_accept(coral::use_task);
+    int on_loop = std::this_thread::get_id() == server_loop.thread_id();
+    char data[5];
+    co_await asio::async_read(socket, asio::buffer(data), coral::use_task);
+    on_loop += std::this_thread::get_id() == server_loop.thread_id();
+    co_await asio::async_write(socket, asio::buffer(data), coral::use_task);
+    co_return on_loop;
+  };
+  auto client = [&]() -> coral::task<std::string> {
+    tcp::socket socket(co_await coral::this_task::executor);
+    co_await socket.async_connect({asio::ip::make_address("127.0.0.1"), port}, coral::use_task);
+    co_await asio::async_write(socket, asio::buffer("hello", 5), coral::use_task);
+    std::string reply(5, '\0');
+    std::size_t n = co_await asio::async_read(socket, asio::buffer(reply), coral::use_task);
+    if (std::this_thread::get_id() != client_loop.thread_id()) co_return "wrong thread";
+    co_return reply.substr(0, n);
+  };
+  auto s = coral::spawn(server_loop.get_executor(), server());
+  auto c = coral::spawn(client_loop.get_executor(), client());
+  BOOST_TEST(get_within(c) == "hello");
+  BOOST_TEST(get_within(s) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_job_cancels_the_socket_read_it_waits_on) {
+  coral::event_loop loop;
+  tcp::acceptor acceptor(loop.get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
+  tcp::socket peer(loop.get_executor());
+  std::promise<void> reading;
+  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    tcp::socket socket(loop.get_executor());
+    co_await socket.async_connect(acceptor.local_endpoint(), coral::use_task);
+    char byte;
+    reading.set_value();
+    co_await socket.async_read_some(asio::buffer(&byte, 1), coral::use_task);  // nothing is ever sent
+  });
+  acceptor.accept(peer);
+  reading.get_future().wait();
+  j.cancel();
+  try {
+    get_within(j);
+    BOOST_FAIL("the read completed");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(e.code() == asio::error::operation_aborted);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(use_task_awaits_an_asio_awaitable_via_co_spawn) {
+  auto t = []() -> coral::task<int> {
+    auto ex = co_await coral::this_task::executor;
+    co_return co_await asio::co_spawn(ex, []() -> asio::awaitable<int> { co_return 9; }, coral::use_task);
+  };
+  BOOST_TEST(coral::sync_wait(t()) == 9);
+}
+
+BOOST_AUTO_TEST_CASE(a_generic_awaiter_resumed_from_another_thread_continues_on_the_executor) {
+  coral::event_loop loop;
+  std::promise<delayed_value*> m1, m2;
+  std::thread completer([&] {
+    m1.get_future().get()->complete();
+    m2.get_future().get()->complete();
+  });
+  auto t = [&]() -> coral::task<std::string> {
+    delayed_value ok(&m1, false);
+    int v = co_await ok;
+    bool home = std::this_thread::get_id() == loop.thread_id() && ok.before_resume_thread == loop.thread_id();
+    try {
+      co_await delayed_value(&m2, true);
+    } catch (const std::runtime_error& e) {
+      co_return std::to_string(v) + (home ? " home " : " away ") + e.what();
+    }
+    co_return "no exception";
+  };
+  BOOST_TEST(get_within(coral::spawn(loop.get_executor(), t())) == "21 home awaiter failed");
+  completer.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_future_is_awaited_without_blocking_and_resumes_on_the_executor) {
+  coral::event_loop loop;
+  std::promise<int> promise;
+  std::atomic<bool> other_ran{false};
+  auto t = [&]() -> coral::task<bool> {
+    int v = co_await coral::as_awaiter(promise.get_future());
+    co_return v == 5 && other_ran && std::this_thread::get_id() == loop.thread_id();
+  };
+  auto j = coral::spawn(loop.get_executor(), t());
+  // The loop stays free while the task waits for the future.
+  get_within(coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    other_ran = true;
+    co_return;
+  }));
+  std::thread setter([&] { promise.set_value(5); });
+  BOOST_TEST(get_within(j));
+  setter.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_foreign_awaitable_resuming_on_its_own_thread_is_brought_back) {
+  coral::event_loop loop;
+  std::promise<std::coroutine_handle<>> mailbox;
+  std::thread foreign([&] { mailbox.get_future().get().resume(); });
+  auto t = [&]() -> coral::task<bool> {
+    int v = co_await resume_on_a_thread{&mailbox};
+    co_return v == 11 && std::this_thread::get_id() == loop.thread_id();
+  };
+  BOOST_TEST(get_within(coral::spawn(loop.get_executor(), t())));
+  foreign.join();
+}

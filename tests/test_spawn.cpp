@@ -1,0 +1,276 @@
+#define BOOST_TEST_MODULE coral spawn and job
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+
+namespace {
+
+coral::task<int> answer() {
+  co_await coral::yield();
+  co_return 42;
+}
+
+coral::task<int> failing() {
+  co_await coral::yield();
+  throw std::runtime_error("boom");
+  co_return 0;
+}
+
+// Captures what coral writes to stderr while it is alive.
+class stderr_capture {
+ public:
+  stderr_capture() : file_(std::tmpfile()), saved_(dup(2)) {
+    std::fflush(stderr);
+    dup2(fileno(file_), 2);
+  }
+  ~stderr_capture() { restore(); }
+  std::string text() {
+    restore();
+    std::rewind(file_);
+    std::string s;
+    char buf[256];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, file_)) s.append(buf, n);
+    return s;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_;
+  int saved_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(then_catching_finally_run_once_in_order_even_when_registered_late) {
+  coral::event_loop loop;
+  std::vector<std::string> events;
+  std::mutex m;
+  auto log = [&](std::string s) {
+    std::lock_guard l(m);
+    events.push_back(std::move(s));
+  };
+  auto ok = coral::spawn(loop.get_executor(), answer());
+  ok.then([&](int v) { log("then " + std::to_string(v)); })
+      .catching([&](std::exception&) { log("catching ok"); })
+      .finally([&] { log("finally ok"); });
+  ok.wait();
+  auto bad = coral::spawn(loop.get_executor(), failing());
+  bad.wait();
+  bad.then([&](int) { log("then bad"); })
+      .catching([&](std::exception& e) { log(std::string("catching ") + e.what()); })
+      .finally([&] { log("finally bad"); });
+  BOOST_TEST(events == (std::vector<std::string>{"then 42", "finally ok", "catching boom", "finally bad"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(get_result_returns_the_value_or_rethrows) {
+  coral::event_loop loop;
+  BOOST_TEST(get_within(coral::spawn(loop.get_executor(), answer())) == 42);
+  BOOST_CHECK_THROW(get_within(coral::spawn(loop.get_executor(), failing())), std::runtime_error);
+  auto mo = coral::spawn(loop.get_executor(), []() -> coral::task<std::unique_ptr<int>> {
+    co_return std::make_unique<int>(3);
+  });
+  BOOST_TEST(*get_within(mo) == 3);
+  BOOST_CHECK_THROW(mo.get_result(), std::logic_error);  // a move-only result is taken once
+}
+
+BOOST_AUTO_TEST_CASE(many_threads_waiting_on_many_jobs_all_wake) {
+  // The articles' get_result waited with `if` instead of a predicate.
+  coral::event_loop loop;
+  for (int round = 0; round < 50; ++round) {
+    auto j = coral::spawn(loop.get_executor(), answer());
+    std::vector<std::future<int>> waiters;
+    for (int w = 0; w < 4; ++w) waiters.push_back(std::async(std::launch::async, [j]() mutable { return get_within(j); }));
+    for (auto& w : waiters) BOOST_TEST(w.get() == 42);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(get_result_on_the_jobs_own_thread_throws_instead_of_deadlocking) {
+  coral::event_loop loop;
+  std::promise<std::string> message;
+  auto slow = coral::spawn(loop.get_executor(), []() -> coral::task<int> {
+    co_await 50ms;
+    co_return 1;
+  });
+  asio::post(loop.get_executor(), [&] {
+    try {
+      slow.get_result();
+      message.set_value("no exception");
+    } catch (const std::logic_error& e) {
+      message.set_value(e.what());
+    }
+  });
+  BOOST_TEST(message.get_future().get().find("deadlock") != std::string::npos);
+  BOOST_TEST(get_within(slow) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_spawned_lambda_keeps_its_captures_alive) {
+  coral::event_loop loop;
+  coral::job<std::string> j;
+  {
+    std::string text = "captured";
+    j = coral::spawn(loop.get_executor(), [text]() -> coral::task<std::string> {
+      co_await 10ms;
+      co_return text + " still alive";
+    });
+  }
+  BOOST_TEST(get_within(j) == "captured still alive");
+}
+
+BOOST_AUTO_TEST_CASE(completion_tokens_receive_the_outcome) {
+  coral::event_loop loop;
+  auto ex = loop.get_executor();
+
+  std::future<int> f = coral::spawn(ex, answer(), asio::use_future);
+  BOOST_TEST(f.get() == 42);
+
+  std::promise<std::string> p;
+  coral::spawn(ex, failing(), [&](std::exception_ptr e, int) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      p.set_value(ex.what());
+    }
+  });
+  BOOST_TEST(p.get_future().get() == "boom");
+
+  auto from_awaitable = asio::co_spawn(
+      ex, [&]() -> asio::awaitable<int> { co_return co_await coral::spawn(ex, answer(), asio::use_awaitable); },
+      asio::use_future);
+  BOOST_TEST(from_awaitable.get() == 42);
+
+  auto from_task = [&]() -> coral::task<int> { co_return co_await coral::spawn(ex, answer(), coral::use_task) + 1; };
+  BOOST_TEST(get_within(coral::spawn(ex, from_task())) == 43);
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
+  std::string text;
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing(), asio::detached);
+      coral::spawn(ctx, failing());  // job dropped at once
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("nobody observed") != std::string::npos);
+  BOOST_TEST(text.find("boom") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(dropping_a_job_neither_cancels_nor_leaks_the_task) {
+  coral::event_loop loop;
+  std::promise<void> finished;
+  coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    lifetime l;
+    co_await 20ms;
+    finished.set_value();
+  });
+  BOOST_TEST((finished.get_future().wait_for(patience) == std::future_status::ready));
+  auto drain = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_return; });
+  get_within(drain);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_sleeping_job_aborts_the_sleep) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 1h; });
+  j.cancel();
+  try {
+    get_within(j);
+    BOOST_FAIL("the cancelled job completed normally");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(e.code() == asio::error::operation_aborted);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(destroying_an_io_context_with_suspended_tasks_frees_them) {
+  coral::job<> j;
+  {
+    asio::io_context ctx;
+    j = coral::spawn(ctx, []() -> coral::task<> {
+      lifetime l;
+      co_await []() -> coral::task<> {
+        lifetime inner;
+        co_await 1h;
+      }();
+    });
+    coral::spawn(ctx, []() -> coral::task<> {
+      lifetime l;
+      co_await 1h;
+    });
+    ctx.run_for(20ms);
+    BOOST_TEST(lifetime::alive == 3);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(j.done());
+  BOOST_CHECK_THROW(j.get_result(), boost::system::system_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_frame_is_not_destroyed_while_its_child_runs_elsewhere) {
+  // The articles' ~Task destroyed frames still running on another thread.
+  coral::event_loop loop;
+  std::promise<int> result;
+  {
+    auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+      lifetime l;
+      int v = co_await []() -> coral::task<int, coral::pool_executor> {
+        co_await 20ms;
+        co_return 5;
+      }();
+      result.set_value(v);
+    });
+  }  // job dropped while the child sleeps on the pool
+  auto f = result.get_future();
+  BOOST_TEST((f.wait_for(patience) == std::future_status::ready));
+  BOOST_TEST(f.get() == 5);
+}
+
+BOOST_AUTO_TEST_CASE(a_pool_task_releasing_its_own_last_reference_does_not_join_itself) {
+  // The articles' AsyncExecutor future joined itself ("Resource deadlock avoided").
+  std::promise<void> done;
+  auto holder = std::make_shared<coral::job<>>();
+  auto finished = done.get_future();
+  // The frame holds the only job: it is released on a pool thread when the frame is destroyed.
+  *holder = coral::spawn([]([[maybe_unused]] std::shared_ptr<coral::job<>> self, std::promise<void>* done)
+                             -> coral::task<void, coral::pool_executor> {
+    co_await 1ms;
+    done->set_value();
+  }(holder, &done));
+  holder.reset();
+  BOOST_TEST((finished.wait_for(patience) == std::future_status::ready));
+}
+
+BOOST_AUTO_TEST_CASE(sync_wait_runs_inherit_and_bound_tasks) {
+  BOOST_TEST(coral::sync_wait(answer()) == 42);
+  auto bound = []() -> coral::task<bool, coral::pool_executor> {
+    co_await 1ms;
+    co_return coral::pool_executor{}.running_in_this_thread();
+  };
+  BOOST_TEST(coral::sync_wait(bound()));
+  auto via_pool = []() -> coral::task<int> {
+    co_return co_await coral::on(coral::pool_executor{}, answer());
+  };
+  BOOST_TEST(coral::sync_wait(via_pool()) == 42);
+}

@@ -1,0 +1,117 @@
+#define BOOST_TEST_MODULE coral time
+#include <boost/test/unit_test.hpp>
+
+#include <mutex>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+BOOST_AUTO_TEST_CASE(awaiting_a_duration_sleeps_without_blocking_and_resumes_on_the_executor) {
+  coral::event_loop loop;
+  std::atomic<int> ran_meanwhile{0};
+  auto sleeper = [&]() -> coral::task<bool> {
+    auto start = clock_type::now();
+    co_await 50ms;
+    bool on_loop = std::this_thread::get_id() == loop.thread_id();
+    co_return on_loop && clock_type::now() - start >= 50ms && ran_meanwhile == 1;
+  };
+  auto j = coral::spawn(loop.get_executor(), sleeper());
+  // The loop thread is free while the task sleeps.
+  get_within(coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    ++ran_meanwhile;
+    co_return;
+  }));
+  BOOST_TEST(get_within(j));
+}
+
+BOOST_AUTO_TEST_CASE(sleep_for_and_sleep_until_wait_on_the_steady_clock) {
+  auto t = []() -> coral::task<bool> {
+    auto start = clock_type::now();
+    co_await coral::sleep_for(20ms);
+    bool after_for = clock_type::now() - start >= 20ms;
+    co_await coral::sleep_until(start + 40ms);
+    co_return after_for && clock_type::now() - start >= 40ms;
+  };
+  BOOST_TEST(coral::sync_wait(t()));
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_its_next_sleep_at_once) {
+  coral::event_loop loop;
+  std::promise<void> started;
+  std::promise<void> proceed;
+  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<std::string> {
+    co_await coral::on(coral::pool_executor{}, [&]() -> coral::task<> {
+      started.set_value();
+      proceed.get_future().wait();  // test only: hold the task until cancel() was called
+      co_return;
+    }());
+    try {
+      co_await 1h;
+    } catch (const boost::system::system_error& e) {
+      co_return e.code() == asio::error::operation_aborted ? "aborted" : "other error";
+    }
+    co_return "slept";
+  });
+  started.get_future().wait();
+  j.cancel();
+  proceed.set_value();
+  BOOST_TEST(get_within(j) == "aborted");
+}
+
+BOOST_AUTO_TEST_CASE(scheduler_runs_work_after_a_delay_on_its_executor) {
+  coral::event_loop loop;
+  coral::scheduler s(loop.get_executor());
+  std::promise<std::pair<bool, clock_type::duration>> ran;
+  auto start = clock_type::now();
+  s.submit_after([&] { ran.set_value({std::this_thread::get_id() == loop.thread_id(), clock_type::now() - start}); },
+                 30ms);
+  auto [on_loop, elapsed] = ran.get_future().get();
+  BOOST_TEST(on_loop);
+  BOOST_TEST((elapsed >= 30ms));
+}
+
+BOOST_AUTO_TEST_CASE(scheduler_submit_at_and_on_another_executor) {
+  coral::event_loop loop, other;
+  coral::scheduler s(loop.get_executor());
+  std::promise<bool> at, elsewhere;
+  auto when = clock_type::now() + 20ms;
+  s.submit_at([&] { at.set_value(clock_type::now() >= when); }, when);
+  s.on(other.get_executor()).after(10ms).submit([&] { elsewhere.set_value(std::this_thread::get_id() == other.thread_id()); });
+  BOOST_TEST(at.get_future().get());
+  BOOST_TEST(elsewhere.get_future().get());
+}
+
+BOOST_AUTO_TEST_CASE(scheduler_every_repeats_until_cancelled) {
+  coral::event_loop loop;
+  coral::scheduler s(loop.get_executor());
+  std::atomic<int> ticks{0};
+  std::promise<void> three;
+  auto handle = s.every(5ms, [&] {
+    if (++ticks == 3) three.set_value();
+  });
+  BOOST_TEST((three.get_future().wait_for(patience) == std::future_status::ready));
+  handle.cancel();
+  // After cancel() the loop drains: a task queued behind the cancellation sees the final count.
+  get_within(coral::spawn(loop.get_executor(), []() -> coral::task<> { co_return; }));
+  int seen = ticks;
+  get_within(coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 30ms; }));
+  BOOST_TEST(ticks == seen);
+}
+
+BOOST_AUTO_TEST_CASE(scheduler_cancel_and_close_prevent_work) {
+  coral::event_loop loop;
+  coral::scheduler s(loop.get_executor());
+  std::atomic<int> ran{0};
+  auto h = s.submit_after([&] { ++ran; }, 20ms);
+  s.submit_after([&] { ++ran; }, 20ms);
+  h.cancel();
+  s.close();
+  BOOST_TEST(s.closed());
+  BOOST_CHECK_THROW(s.submit([] {}), std::logic_error);
+  get_within(coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 60ms; }));
+  BOOST_TEST(ran == 0);
+}
