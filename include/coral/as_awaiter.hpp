@@ -46,7 +46,7 @@ class future_awaiter {
     using executor_type = asio::any_io_executor;
     using cancellation_slot_type = asio::cancellation_slot;
     executor_type get_executor() const noexcept { return context->executor; }
-    cancellation_slot_type get_cancellation_slot() const noexcept { return context->slot; }
+    cancellation_slot_type get_cancellation_slot() const noexcept { return context->root->cancellation_slot(); }
 
     void operator()(boost::system::error_code error) {
       if (!error && !self->ready()) {

@@ -65,20 +65,16 @@ class [[nodiscard]] task {
 
 namespace detail {
 
-// Awaits a child task. Without a target executor (or when it is the parent's) the child starts on
-// the spot; otherwise it is posted to its executor and the parent is resumed on its own executor
-// when the child finishes.
+// Awaits a child task that runs on the awaiting task's executor: the child starts on the spot,
+// on this thread, and when it completes without suspending the parent simply continues.
 template <class T>
 class task_awaiter {
  public:
   using coral_awaitable = void;
   using handle_type = std::coroutine_handle<task_promise<T>>;
 
-  task_awaiter(handle_type child, asio::any_io_executor executor) noexcept
-      : child_(child), executor_(std::move(executor)) {}
-  // Only ever moved before it is awaited.
-  task_awaiter(task_awaiter&& other) noexcept
-      : child_(std::exchange(other.child_, nullptr)), executor_(std::move(other.executor_)) {}
+  explicit task_awaiter(handle_type child) noexcept : child_(child) {}
+  task_awaiter(task_awaiter&& other) noexcept : child_(std::exchange(other.child_, nullptr)) {}
   task_awaiter& operator=(task_awaiter&&) = delete;
   ~task_awaiter() {
     if (child_) child_.destroy();
@@ -93,32 +89,47 @@ class task_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    task_context& parent_context = parent.promise().context();
-    promise_base& child = child_.promise();
-    if (!executor_ || executor_ == parent_context.executor) {
-      child.run_inline(parent_context, parent);
-      return !start_inline(child_);
-    }
-    child_context_ = task_context{std::move(executor_), parent_context.slot, parent_context.root};
-    child.run_elsewhere(child_context_, parent_context, parent);
-    asio::post(child_context_.executor, resume_handler{child_, keep_alive(parent_context.root)});
-    return true;
+    child_.promise().run_inline(parent.promise().context(), parent);
+    return !start_inline(child_);
   }
 
   T await_resume() { return child_.promise().result().take(); }
 
- private:
+ protected:
   handle_type child_;
+};
+
+// Awaits a child task that runs on a given executor: the child is posted there (or started on the
+// spot when it is the parent's executor) and the parent is resumed on its own executor afterwards.
+template <class T>
+class task_on_awaiter : public task_awaiter<T> {
+ public:
+  task_on_awaiter(typename task_awaiter<T>::handle_type child, asio::any_io_executor executor) noexcept
+      : task_awaiter<T>(child), executor_(std::move(executor)) {}
+  task_on_awaiter(task_on_awaiter&& other) noexcept
+      : task_awaiter<T>(std::move(other)), executor_(std::move(other.executor_)) {}
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    task_context& parent_context = parent.promise().context();
+    if (executor_ == parent_context.executor) return task_awaiter<T>::await_suspend(parent);
+    child_context_ = task_context{std::move(executor_), parent_context.slot, parent_context.root};
+    this->child_.promise().run_elsewhere(child_context_, parent_context, parent);
+    asio::post(child_context_.executor, resume_handler{this->child_, keep_alive(parent_context.root)});
+    return true;
+  }
+
+ private:
   asio::any_io_executor executor_;
   task_context child_context_;
 };
 
 template <class T, class Executor>
-task_awaiter<T> make_task_awaiter(task<T, Executor>&& t) {
+auto make_task_awaiter(task<T, Executor>&& t) {
   if constexpr (std::is_same_v<Executor, inherit>) {
-    return task_awaiter<T>(t.release(), {});
+    return task_awaiter<T>(t.release());
   } else {
-    return task_awaiter<T>(t.release(), Executor{});
+    return task_on_awaiter<T>(t.release(), Executor{});
   }
 }
 

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <typeinfo>
 
 #include "coral/detail/task_result.hpp"
@@ -22,7 +21,7 @@ template <class T>
 struct job_callback {
   virtual ~job_callback() = default;
   virtual void run(job_state<T>& state) = 0;
-  std::unique_ptr<job_callback> next;
+  job_callback* next = nullptr;
 };
 
 template <class T, class F>
@@ -57,18 +56,19 @@ class job_state : public task_root {
     finish();
   }
 
-  bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  bool done() const noexcept { return callbacks_.load(std::memory_order_acquire) == ended(); }
 
   // Runs `f(state)` once the job has ended: right here if it already has, otherwise on the thread
-  // that ends it. Never under the lock.
+  // that ends it. Lock-free: a callback is pushed unless the job has ended.
   template <class F>
   void when_done(F f) {
     auto callback = std::make_unique<job_callback_fn<T, F>>(std::move(f));
-    {
-      std::lock_guard lock(mutex_);
-      if (!done_.load(std::memory_order_relaxed)) {
-        *tail_ = std::move(callback);
-        tail_ = &(*tail_)->next;
+    job_callback<T>* head = callbacks_.load(std::memory_order_acquire);
+    while (head != ended()) {
+      callback->next = head;
+      if (callbacks_.compare_exchange_weak(head, callback.get(), std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+        callback.release();
         return;
       }
     }
@@ -100,17 +100,15 @@ class job_state : public task_root {
   }
 
  private:
+  static job_callback<T>* ended() noexcept { return reinterpret_cast<job_callback<T>*>(&ended_marker); }
+
   void finish() noexcept {
-    std::unique_ptr<job_callback<T>> callbacks;
-    {
-      std::lock_guard lock(mutex_);
-      done_.store(true, std::memory_order_release);
-      callbacks = std::move(head_);
-      tail_ = &head_;
-    }
-    while (callbacks) {
-      run_callback(*callbacks);
-      callbacks = std::move(callbacks->next);
+    job_callback<T>* newest_first = callbacks_.exchange(ended(), std::memory_order_acq_rel);
+    job_callback<T>* oldest_first = nullptr;
+    while (newest_first) oldest_first = std::exchange(newest_first, std::exchange(newest_first->next, oldest_first));
+    while (oldest_first) {
+      std::unique_ptr<job_callback<T>> callback(std::exchange(oldest_first, oldest_first->next));
+      run_callback(*callback);
     }
   }
 
@@ -122,12 +120,12 @@ class job_state : public task_root {
     }
   }
 
+  static inline char ended_marker;
+
   frame_type frame_;
   task_result<T> result_;
-  std::mutex mutex_;
-  std::unique_ptr<job_callback<T>> head_;
-  std::unique_ptr<job_callback<T>>* tail_ = &head_;
-  std::atomic<bool> done_{false};
+  // The callbacks registered so far, newest first; ended() once the job has ended.
+  std::atomic<job_callback<T>*> callbacks_{nullptr};
   std::atomic<bool> observed_{false};
   std::atomic<bool> taken_{false};
 };

@@ -24,10 +24,8 @@ class task;
 
 namespace detail {
 
-template <class T>
-class task_awaiter;
 template <class T, class Executor>
-task_awaiter<T> make_task_awaiter(task<T, Executor>&& t);
+auto make_task_awaiter(task<T, Executor>&& t);
 
 template <class T>
 inline constexpr bool is_task_v = false;
@@ -81,24 +79,23 @@ class promise_base {
 
   std::suspend_always initial_suspend() noexcept { return {}; }
 
+  // The final suspension hands control back. It resumes the continuation with a plain call rather
+  // than symmetric transfer: the call depth this adds is bounded by how deeply tasks are nested,
+  // because a child that completes synchronously returns to its awaiter instead (start_inline).
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }
     template <class Promise>
-    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept {
+    void await_suspend(std::coroutine_handle<Promise> self) noexcept {
       promise_base& p = self.promise();
-      if (p.root_) {
-        p.root_->complete();  // may destroy this frame
-        return std::noop_coroutine();
-      }
-      if (p.continuation_context_) {
-        resume_on(*p.continuation_context_, p.continuation_);
-        return std::noop_coroutine();
-      }
       if (inline_start* mark = tls_inline_start; mark && mark->child == self) {
         mark->completed = true;
-        return std::noop_coroutine();
+      } else if (p.root_) {
+        p.root_->complete();  // may destroy this frame
+      } else if (p.continuation_context_) {
+        resume_on(*p.continuation_context_, p.continuation_);
+      } else {
+        p.continuation_.resume();
       }
-      return p.continuation_;
     }
     void await_resume() const noexcept {}
   };

@@ -25,7 +25,7 @@ class resuming_handler {
       : results_(&results), coroutine_(coroutine), context_(&context), keep_(context.root) {}
 
   executor_type get_executor() const noexcept { return context_->executor; }
-  cancellation_slot_type get_cancellation_slot() const noexcept { return context_->slot; }
+  cancellation_slot_type get_cancellation_slot() const noexcept { return context_->root->cancellation_slot(); }
 
   template <class... A>
   void operator()(A&&... args) {

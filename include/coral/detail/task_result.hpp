@@ -33,13 +33,15 @@ class task_result {
 
   // Moves the value out, or rethrows the exception.
   T take() {
-    rethrow_if_exception();
+    auto* value = std::get_if<1>(&state_);
+    if (!value) [[unlikely]]
+      rethrow_if_exception();
     if constexpr (std::is_void_v<T>) {
       return;
     } else if constexpr (std::is_reference_v<T>) {
-      return static_cast<T>(*std::get<1>(state_));
+      return static_cast<T>(**value);
     } else {
-      return std::move(std::get<1>(state_));
+      return std::move(*value);
     }
   }
 

@@ -61,6 +61,13 @@ class task_root {
   }
   bool cancel_requested() const noexcept { return cancel_requested_.load(std::memory_order_acquire); }
 
+  // The slot an operation should listen to. While no handle to the task exists (only the chain
+  // references its root), nothing can ever cancel it, and operations are spared the cancellation
+  // handler's memory.
+  asio::cancellation_slot cancellation_slot() const noexcept {
+    return refs_.load(std::memory_order_acquire) > 1 ? context_.slot : asio::cancellation_slot();
+  }
+
   // Called from the final suspension of the chain's outermost coroutine.
   virtual void complete() noexcept = 0;
 

@@ -1,0 +1,9 @@
+#pragma once
+
+#include <cstdio>
+
+// One line per case, in the format of DESIGN.md.
+inline void report(const char* name, double coral, double asio, const char* unit) {
+  std::printf("case=%s coral=%.3f asio=%.3f unit=%s ratio=%.3f\n", name, coral, asio, unit, coral / asio);
+  std::fflush(stdout);
+}
