@@ -17,6 +17,8 @@ struct lifetime {
   lifetime() { ++alive; }
   lifetime(const lifetime&) { ++alive; }
   lifetime(lifetime&&) noexcept { ++alive; }
+  lifetime& operator=(const lifetime&) = default;
+  lifetime& operator=(lifetime&&) noexcept = default;
   ~lifetime() { --alive; }
 };
 

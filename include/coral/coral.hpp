@@ -3,6 +3,8 @@
 // Everything coral offers.
 #include "coral/as_awaiter.hpp"
 #include "coral/awaiter.hpp"
+#include "coral/channel.hpp"
+#include "coral/error.hpp"
 #include "coral/event_loop.hpp"
 #include "coral/inline_executor.hpp"
 #include "coral/job.hpp"

@@ -1,0 +1,112 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/channel_waiters.hpp"
+#include "coral/error.hpp"
+
+namespace coral {
+
+// A multi-producer, multi-consumer channel of T values, usable across threads and executors, by
+// coral tasks and by plain Asio code alike.
+//
+//   channel<T> ch(capacity);                 // capacity 0: rendezvous (a send waits for a receiver)
+//   co_await ch.send(v);  co_await (ch << v);
+//   T v = co_await ch.receive();  co_await (ch >> v);
+//   while (auto v = co_await ch.next()) ...  // nullopt once closed and drained
+//   ch.try_send(v); ch.try_receive(); ch.close();
+//   ch.async_send(v, token);                 // void(boost::system::error_code)
+//   ch.async_receive(token);                 // void(boost::system::error_code, T)
+//
+// Semantics:
+// - Values are received in the order they were sent; waiting senders and receivers are served
+//   first come, first served.
+// - A waiting task is resumed on its own executor: on the spot when the task that completes its
+//   operation runs on the same executor (no queue hop), otherwise through a post to its executor.
+//   An async_* handler runs on its associated executor (inline on the completing thread if it has
+//   none).
+// - close(): values already buffered stay receivable. Waiting and later senders fail with
+//   channel_closed (errc::channel_closed for async_send) and their value is not delivered;
+//   receivers fail with channel_closed (next() gives nullopt) once the buffer is empty. Nothing is
+//   dropped silently: a send either hands its value on or fails.
+// - Cancellation (job.cancel(), a task's or a handler's cancellation slot): a waiting operation
+//   fails with operation_aborted; a cancelled receive consumes no value and a cancelled send
+//   delivers none. It does not close or otherwise affect the channel.
+// - Destroying the channel closes it: its waiters fail with channel_closed, and nothing touches
+//   the channel afterwards.
+// - No lock is held while a coroutine is resumed or a handler runs; T's move constructor and
+//   destructor run under the channel's lock.
+template <class T>
+class channel {
+  using state_type = detail::channel_state<T>;
+
+ public:
+  using value_type = T;
+
+  explicit channel(std::size_t capacity = 0) : state_(std::make_shared<state_type>(capacity)) {}
+  ~channel() {
+    if (state_) state_->close();
+  }
+  channel(channel&&) noexcept = default;
+  channel& operator=(channel&&) noexcept = default;
+
+  // co_await ch.send(v): hands v to a waiting receiver or the buffer, else waits for room.
+  detail::channel_send_awaiter<T> send(T value) { return {state_, std::move(value)}; }
+  detail::channel_send_awaiter<T> operator<<(T value) { return send(std::move(value)); }
+
+  // T v = co_await ch.receive(): the next value; throws channel_closed once closed and empty.
+  detail::channel_receive_awaiter<T> receive() { return detail::channel_receive_awaiter<T>(state_); }
+  // co_await (ch >> v): receive() into v.
+  detail::channel_receive_into_awaiter<T> operator>>(T& target) { return {state_, target}; }
+  // std::optional<T> v = co_await ch.next(): as receive(), nullopt once closed and empty.
+  detail::channel_next_awaiter<T> next() { return detail::channel_next_awaiter<T>(state_); }
+
+  // Sends without waiting; false (and `value` left untouched) if that would wait or the channel
+  // is closed.
+  bool try_send(T& value) { return state_->try_send(value, nullptr); }
+  bool try_send(T&& value) { return state_->try_send(value, nullptr); }
+  // Receives without waiting; nullopt if no value is ready.
+  std::optional<T> try_receive() { return state_->try_receive(nullptr); }
+
+  void close() { state_->close(); }
+  bool closed() const { return state_->closed(); }
+  // Values in the buffer now.
+  std::size_t size() const { return state_->size(); }
+  std::size_t capacity() const noexcept { return state_->capacity(); }
+
+  // Asio-style send: completion signature void(boost::system::error_code).
+  template <class CompletionToken>
+  auto async_send(T value, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        [](auto handler, std::shared_ptr<state_type> state, T value) {
+          using op_type = detail::channel_async_op<T, detail::send_waiter<T>, decltype(handler)>;
+          auto* op = new op_type(state, std::move(handler), std::optional<T>(std::move(value)));
+          op->start([op](state_type& s) { return s.send(*op, nullptr); });
+        },
+        token, state_, std::move(value));
+  }
+
+  // Asio-style receive: completion signature void(boost::system::error_code, T).
+  template <class CompletionToken>
+  auto async_receive(CompletionToken&& token) {
+    static_assert(std::is_default_constructible_v<T>,
+                  "coral::channel::async_receive needs a default-constructible T (passed with an error); "
+                  "use co_await ch.receive() or ch.next() for other types");
+    return asio::async_initiate<CompletionToken, void(boost::system::error_code, T)>(
+        [](auto handler, std::shared_ptr<state_type> state) {
+          using op_type = detail::channel_async_op<T, detail::receive_waiter<T>, decltype(handler)>;
+          auto* op = new op_type(state, std::move(handler), std::nullopt);
+          op->start([op](state_type& s) { return s.receive(*op, nullptr); });
+        },
+        token, state_);
+  }
+
+ private:
+  std::shared_ptr<state_type> state_;
+};
+
+}  // namespace coral

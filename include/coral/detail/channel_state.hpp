@@ -1,0 +1,236 @@
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "coral/detail/task_root.hpp"
+#include "coral/error.hpp"
+
+namespace coral::detail {
+
+// A suspended channel operation, linked into the channel's FIFO of senders or receivers. It is
+// completed exactly once: by a counterpart, by close(), or by cancellation, each of which first
+// unlinks it under the channel's lock, then calls wake() with no lock held.
+struct channel_waiter {
+  channel_waiter* next = nullptr;
+  channel_waiter* prev = nullptr;
+  bool linked = false;   // guarded by the channel's lock
+  bool sending = false;  // in the senders' queue (else the receivers')
+  // Set before wake(): empty on success, errc::channel_closed or asio::error::operation_aborted.
+  boost::system::error_code error;
+
+  // `waker` is the context of the coral task completing the operation, if any: a waiter on the
+  // same executor may then be resumed on the spot.
+  virtual void wake(task_context* waker) noexcept = 0;
+
+ protected:
+  ~channel_waiter() = default;
+};
+
+class waiter_queue {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+  void push_back(channel_waiter& w) noexcept {
+    w.prev = tail_;
+    w.next = nullptr;
+    (tail_ ? tail_->next : head_) = &w;
+    tail_ = &w;
+    w.linked = true;
+  }
+  channel_waiter& pop_front() noexcept {
+    channel_waiter& w = *head_;
+    remove(w);
+    return w;
+  }
+  void remove(channel_waiter& w) noexcept {
+    (w.prev ? w.prev->next : head_) = w.next;
+    (w.next ? w.next->prev : tail_) = w.prev;
+    w.next = w.prev = nullptr;
+    w.linked = false;
+  }
+  // Unlinks everything; returns the old head (a list linked through `next`).
+  channel_waiter* take_all() noexcept {
+    for (auto* w = head_; w; w = w->next) w->linked = false;
+    tail_ = nullptr;
+    return std::exchange(head_, nullptr);
+  }
+
+ private:
+  channel_waiter* head_ = nullptr;
+  channel_waiter* tail_ = nullptr;
+};
+
+template <class T>
+struct send_waiter : channel_waiter {
+  send_waiter() noexcept { sending = true; }
+  T* value = nullptr;  // moved from only when the value is handed on
+ protected:
+  ~send_waiter() = default;
+};
+
+template <class T>
+struct receive_waiter : channel_waiter {
+  std::optional<T>* slot = nullptr;  // where a received value is put
+ protected:
+  ~receive_waiter() = default;
+};
+
+// The shared state of a channel<T>. Every operation runs under `mutex_` only to move one value
+// and relink waiters; waking a waiter (resuming a coroutine or running a handler) always happens
+// after the lock is released. T's move constructor and destructor are the only user code that
+// runs under the lock.
+template <class T>
+class channel_state {
+ public:
+  explicit channel_state(std::size_t capacity) : capacity_(capacity) {}
+  ~channel_state() { close(); }
+
+  // Returns true if the send completed at once (w.error says how); false if `w` now waits.
+  bool send(send_waiter<T>& w, task_context* waker) {
+    channel_waiter* receiver = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) {
+        w.error = errc::channel_closed;
+        return true;
+      }
+      if (!receivers_.empty()) {
+        auto& r = static_cast<receive_waiter<T>&>(receivers_.pop_front());
+        r.slot->emplace(std::move(*w.value));
+        receiver = &r;
+      } else if (buffer_.size() < capacity_) {
+        buffer_.push_back(std::move(*w.value));
+      } else {
+        senders_.push_back(w);
+        return false;
+      }
+    }
+    if (receiver) receiver->wake(waker);
+    return true;
+  }
+
+  // Sends only if that needs no waiting. Consumes `value` only on success.
+  bool try_send(T& value, task_context* waker) {
+    channel_waiter* receiver = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return false;
+      if (!receivers_.empty()) {
+        auto& r = static_cast<receive_waiter<T>&>(receivers_.pop_front());
+        r.slot->emplace(std::move(value));
+        receiver = &r;
+      } else if (buffer_.size() < capacity_) {
+        buffer_.push_back(std::move(value));
+      } else {
+        return false;
+      }
+    }
+    if (receiver) receiver->wake(waker);
+    return true;
+  }
+
+  // Returns true if the receive completed at once (a value in *w.slot, or w.error); false if `w`
+  // now waits.
+  bool receive(receive_waiter<T>& w, task_context* waker) {
+    channel_waiter* sender = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (!take(*w.slot, sender)) {
+        if (closed_) {
+          w.error = errc::channel_closed;
+          return true;
+        }
+        receivers_.push_back(w);
+        return false;
+      }
+    }
+    if (sender) sender->wake(waker);
+    return true;
+  }
+
+  std::optional<T> try_receive(task_context* waker) {
+    std::optional<T> value;
+    channel_waiter* sender = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      take(value, sender);
+    }
+    if (sender) sender->wake(waker);
+    return value;
+  }
+
+  // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
+  bool cancel(channel_waiter& w) {
+    std::lock_guard lock(mutex_);
+    if (!w.linked) return false;
+    (w.sending ? senders_ : receivers_).remove(w);
+    w.error = asio::error::operation_aborted;
+    return true;
+  }
+
+  void close() {
+    channel_waiter* senders;
+    channel_waiter* receivers;
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+      senders = senders_.take_all();
+      receivers = receivers_.take_all();
+    }
+    fail_all(senders);
+    fail_all(receivers);
+  }
+
+  bool closed() const {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return buffer_.size();
+  }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  // Under the lock: moves the next value into `out`, refilling the buffer from the first waiting
+  // sender (returned in `sender`, to be woken). False if there is no value.
+  bool take(std::optional<T>& out, channel_waiter*& sender) {
+    if (!buffer_.empty()) {
+      out.emplace(std::move(buffer_.front()));
+      buffer_.pop_front();
+      if (!senders_.empty()) {
+        auto& s = static_cast<send_waiter<T>&>(senders_.pop_front());
+        buffer_.push_back(std::move(*s.value));
+        sender = &s;
+      }
+      return true;
+    }
+    if (!senders_.empty()) {
+      auto& s = static_cast<send_waiter<T>&>(senders_.pop_front());
+      out.emplace(std::move(*s.value));
+      sender = &s;
+      return true;
+    }
+    return false;
+  }
+
+  static void fail_all(channel_waiter* list) noexcept {
+    while (list) {
+      channel_waiter* w = std::exchange(list, list->next);
+      w->next = w->prev = nullptr;
+      w->error = errc::channel_closed;
+      w->wake(nullptr);
+    }
+  }
+
+  const std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::deque<T> buffer_;  // at most capacity_ values
+  waiter_queue senders_;
+  waiter_queue receivers_;
+  bool closed_ = false;
+};
+
+}  // namespace coral::detail
