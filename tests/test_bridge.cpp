@@ -34,7 +34,10 @@ struct delayed_value : coral::awaiter<int> {
   void after_suspend() override { mailbox->set_value(this); }
   void complete() {
     if (fail) {
-      resume_exception(std::make_exception_ptr(std::runtime_error("awaiter failed")));
+      // Made in its own statement: the temporary runtime_error shares its (reference-counted)
+      // message with the thrown copy, and must be gone before the task can run.
+      auto error = std::make_exception_ptr(std::runtime_error("awaiter failed"));
+      resume_exception(std::move(error));
     } else {
       resume(21);
     }
