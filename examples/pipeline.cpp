@@ -58,5 +58,6 @@ int main() {
   auto consumer = coral::spawn(consume(squares));
   producer.wait();
   transformer.wait();
-  std::cout << "sum of squares 1..10 = " << consumer.get_result() << '\n';  // 385
+  int sum = consumer.get_result();
+  std::cout << "sum of squares 1..10 = " << sum << '\n';  // 385
 }

@@ -229,11 +229,11 @@ BOOST_AUTO_TEST_CASE(destroying_an_io_context_with_suspended_tasks_frees_them) {
 }
 
 BOOST_AUTO_TEST_CASE(a_frame_is_not_destroyed_while_its_child_runs_elsewhere) {
-  // The articles' ~Task destroyed frames still running on another thread.
-  coral::event_loop loop;
+  // The articles' ~Task destroyed frames still running on another thread. (On the process-wide
+  // loop: the pool thread finishing the child posts to it, so it must outlive the test.)
   std::promise<int> result;
   {
-    auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    auto j = coral::spawn(coral::loop_executor{}, [&]() -> coral::task<> {
       lifetime l;
       int v = co_await []() -> coral::task<int, coral::pool_executor> {
         co_await 20ms;
@@ -273,4 +273,14 @@ BOOST_AUTO_TEST_CASE(sync_wait_runs_inherit_and_bound_tasks) {
     co_return co_await coral::on(coral::pool_executor{}, answer());
   };
   BOOST_TEST(coral::sync_wait(via_pool()) == 42);
+}
+
+BOOST_AUTO_TEST_CASE(io_context_run_waits_for_a_task_suspended_on_another_executor) {
+  // As with asio::co_spawn, a running task is outstanding work on its executor.
+  asio::io_context ctx;
+  asio::thread_pool pool(1);  // declared after ctx: joined before ctx is destroyed
+  auto j = coral::spawn(ctx, [&]() -> coral::task<int> { co_return co_await coral::on(pool, answer()); });
+  ctx.run();
+  BOOST_TEST(j.done());
+  BOOST_TEST(j.get_result() == 42);
 }

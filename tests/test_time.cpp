@@ -40,10 +40,10 @@ BOOST_AUTO_TEST_CASE(sleep_for_and_sleep_until_wait_on_the_steady_clock) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_its_next_sleep_at_once) {
-  coral::event_loop loop;
   std::promise<void> started;
   std::promise<void> proceed;
-  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<std::string> {
+  // On the process-wide loop: the pool thread posts back to it, so it must outlive the test.
+  auto j = coral::spawn(coral::loop_executor{}, [&]() -> coral::task<std::string> {
     co_await coral::on(coral::pool_executor{}, [&]() -> coral::task<> {
       started.set_value();
       proceed.get_future().wait();  // test only: hold the task until cancel() was called

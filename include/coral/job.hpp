@@ -136,7 +136,7 @@ class job {
   // with operation_aborted. Callable from any thread.
   void cancel() {
     check_valid("cancel");
-    state().cancel();
+    if (!state().done()) state().cancel();
   }
 
  private:

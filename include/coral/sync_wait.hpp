@@ -3,22 +3,20 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/loop_executor.hpp"
 #include "coral/spawn.hpp"
 
 namespace coral {
 
-// Runs a task to completion from a plain thread (e.g. main) and returns its value or rethrows its
-// exception. A task with a bound executor type runs there; any other task runs on the calling
-// thread, on a private io_context, until it ends. Do not call it from inside a task.
+// Runs a task to completion from a plain thread (e.g. main), blocking that thread, and returns
+// its value or rethrows its exception. A task with a bound executor type runs there; any other
+// task runs on the shared event loop (loop_executor). (Not on a private io_context of the calling
+// thread: work finishing on other threads could still be posting to it when it is destroyed.)
+// Called on the thread the task needs, it throws std::logic_error instead of deadlocking.
 template <class T, class Executor>
 T sync_wait(task<T, Executor> t) {
   if constexpr (std::is_same_v<Executor, inherit>) {
-    asio::io_context context(1);
-    auto work = asio::make_work_guard(context);
-    auto j = spawn(context, std::move(t));
-    j.finally([&context] { context.stop(); });
-    context.run();
-    return j.get_result();
+    return spawn(loop_executor{}, std::move(t)).get_result();
   } else {
     return spawn(std::move(t)).get_result();
   }

@@ -53,6 +53,7 @@ class job_state : public task_root {
   void complete() noexcept override {
     result_ = std::move(frame_.promise().result());
     std::exchange(frame_, nullptr).destroy();
+    release_work();
     finish();
   }
 
@@ -93,6 +94,7 @@ class job_state : public task_root {
     // suspended on it): free the frames and fail the job. The task itself threw nothing, so
     // this is not reported as an unobserved exception.
     std::exchange(frame_, nullptr).destroy();
+    release_work();
     mark_observed();
     result_.set_exception(std::make_exception_ptr(boost::system::system_error(
         asio::error::operation_aborted, "coral: the task was destroyed before it finished (its execution context went away)")));

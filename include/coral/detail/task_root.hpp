@@ -30,7 +30,9 @@ struct task_context {
 //  - object references: job handles plus one for the chain itself; the root is deleted at zero.
 class task_root {
  public:
-  explicit task_root(asio::any_io_executor executor) : context_{std::move(executor), signal_.slot(), this} {}
+  explicit task_root(asio::any_io_executor executor)
+      : context_{std::move(executor), signal_.slot(), this},
+        work_(asio::prefer(context_.executor, asio::execution::outstanding_work.tracked)) {}
   task_root(const task_root&) = delete;
   task_root& operator=(const task_root&) = delete;
 
@@ -72,6 +74,11 @@ class task_root {
   virtual void complete() noexcept = 0;
 
  protected:
+  // As with asio::co_spawn, a running task counts as outstanding work on its executor: an
+  // io_context's run() does not return while the task waits elsewhere (say, on a child posted
+  // to a thread pool). Released once the task has ended.
+  void release_work() noexcept { work_ = asio::any_io_executor(); }
+
   virtual ~task_root() = default;
   // No keep-alive reference is left: destroy the frames if they did not complete.
   virtual void chain_released() noexcept = 0;
@@ -83,6 +90,7 @@ class task_root {
 
   asio::cancellation_signal signal_;
   task_context context_;
+  asio::any_io_executor work_;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancel_requested_{false};
