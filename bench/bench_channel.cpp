@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
   report("channel_pingpong", cp, ap, "ns/message");
   report("channel_buffered", cb, ab, "ns/message");
   report("channel_mpmc", cm, am, "ns/message");
-  std::printf("summary: pingpong ratio=%.3f (target <= 0.2), buffered ratio=%.3f (target <= 0.2), "
-              "mpmc ratio=%.3f (target <= 0.5)\n",
-              cp / ap, cb / ab, cm / am);
+  std::printf(
+      "summary: pingpong ratio=%.3f (target <= 0.2), buffered ratio=%.3f (target <= 0.2), "
+      "mpmc ratio=%.3f (target <= 0.5)\n",
+      cp / ap, cb / ab, cm / am);
 }

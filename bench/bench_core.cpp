@@ -5,8 +5,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <coral/coral.hpp>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "report.hpp"
 
@@ -18,14 +18,18 @@ namespace {
 // Keeps the optimiser from folding the loop away.
 int opaque_one = 1;
 
-coral::task<int> coral_child() { co_return opaque_one; }
+coral::task<int> coral_child() {
+  co_return opaque_one;
+}
 coral::task<long> coral_await_loop(long n) {
   long sum = 0;
   for (long i = 0; i < n; ++i) sum += co_await coral_child();
   co_return sum;
 }
 
-asio::awaitable<int> asio_child() { co_return opaque_one; }
+asio::awaitable<int> asio_child() {
+  co_return opaque_one;
+}
 asio::awaitable<long> asio_await_loop(long n) {
   long sum = 0;
   for (long i = 0; i < n; ++i) sum += co_await asio_child();
@@ -62,13 +66,14 @@ int main(int argc, char** argv) {
                              ctx.run();
                              if (j.get_result() != awaits) std::abort();
                            }));
-    asio_await = std::min(asio_await, ns_per_op(awaits, [&] {
-                            asio::io_context ctx(1);
-                            long result = 0;
-                            asio::co_spawn(ctx, asio_await_loop(awaits), [&](std::exception_ptr, long v) { result = v; });
-                            ctx.run();
-                            if (result != awaits) std::abort();
-                          }));
+    asio_await =
+        std::min(asio_await, ns_per_op(awaits, [&] {
+                   asio::io_context ctx(1);
+                   long result = 0;
+                   asio::co_spawn(ctx, asio_await_loop(awaits), [&](std::exception_ptr, long v) { result = v; });
+                   ctx.run();
+                   if (result != awaits) std::abort();
+                 }));
     coral_yield = std::min(coral_yield, ns_per_op(yields, [&] {
                              asio::io_context ctx(1);
                              coral::spawn(ctx, coral_yield_loop(yields));

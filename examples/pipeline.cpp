@@ -51,8 +51,8 @@ coral::task<int, coral::loop_executor> consume(coral::channel<int>& in) {
 }  // namespace
 
 int main() {
-  coral::channel<int> numbers(4);   // buffered: the producer may run ahead a little
-  coral::channel<int> squares(0);   // rendezvous: each hand-off waits for the consumer
+  coral::channel<int> numbers(4);  // buffered: the producer may run ahead a little
+  coral::channel<int> squares(0);  // rendezvous: each hand-off waits for the consumer
   auto producer = coral::spawn(produce(numbers, 10));
   auto transformer = coral::spawn(transform(numbers, squares));
   auto consumer = coral::spawn(consume(squares));

@@ -18,8 +18,8 @@ void debug(const char* where, const Args&... args) {
   auto t = std::chrono::system_clock::to_time_t(now);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::ostringstream line;
-  line << std::put_time(std::localtime(&t), "%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms
-       << " [Thread-" << std::this_thread::get_id() << "] " << where << ": ";
+  line << std::put_time(std::localtime(&t), "%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms << " [Thread-"
+       << std::this_thread::get_id() << "] " << where << ": ";
   (line << ... << args);
   std::lock_guard lock(mutex);
   std::cout << line.str() << std::endl;

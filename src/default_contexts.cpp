@@ -77,6 +77,8 @@ thread_registry& registry() {
 
 }  // namespace
 
-void start_thread(std::function<void()> work) { registry().start(std::move(work)); }
+void start_thread(std::function<void()> work) {
+  registry().start(std::move(work));
+}
 
 }  // namespace coral::detail

@@ -60,7 +60,9 @@ void scheduled_work::expired(boost::system::error_code error) {
 scheduler::scheduler(asio::any_io_executor executor)
     : executor_(std::move(executor)), state_(std::make_shared<detail::scheduler_state>()) {}
 
-scheduler::~scheduler() { close(); }
+scheduler::~scheduler() {
+  close();
+}
 
 scheduler::handle scheduler::schedule(const asio::any_io_executor& target, std::function<void()> f,
                                       clock::time_point when, clock::duration period) {

@@ -6,7 +6,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <string>
 
 #include "test_support.hpp"
@@ -59,7 +58,8 @@ BOOST_AUTO_TEST_CASE(use_task_awaits_timers_and_throws_their_errors) {
     try {
       co_await timer.async_wait(coral::use_task);
     } catch (const boost::system::system_error& e) {
-      co_return std::string(on_loop ? "on loop, " : "elsewhere, ") + (e.code() == asio::error::operation_aborted ? "aborted" : "?");
+      co_return std::string(on_loop ? "on loop, " : "elsewhere, ") +
+          (e.code() == asio::error::operation_aborted ? "aborted" : "?");
     }
     co_return "not aborted";
   };
@@ -131,18 +131,14 @@ BOOST_AUTO_TEST_CASE(cancelling_a_job_cancels_the_socket_read_it_waits_on) {
   acceptor.accept(peer);
   reading.get_future().wait();
   j.cancel();
-  try {
-    get_within(j);
-    BOOST_FAIL("the read completed");
-  } catch (const boost::system::system_error& e) {
-    BOOST_TEST(e.code() == asio::error::operation_aborted);
-  }
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
 }
 
 BOOST_AUTO_TEST_CASE(use_task_awaits_an_asio_awaitable_via_co_spawn) {
   auto t = []() -> coral::task<int> {
     auto ex = co_await coral::this_task::executor;
-    co_return co_await asio::co_spawn(ex, []() -> asio::awaitable<int> { co_return 9; }, coral::use_task);
+    co_return co_await asio::co_spawn(
+        ex, []() -> asio::awaitable<int> { co_return 9; }, coral::use_task);
   };
   BOOST_TEST(coral::sync_wait(t()) == 9);
 }
@@ -175,7 +171,7 @@ BOOST_AUTO_TEST_CASE(a_future_is_awaited_without_blocking_and_resumes_on_the_exe
   std::atomic<bool> other_ran{false};
   auto t = [&]() -> coral::task<bool> {
     int v = co_await coral::as_awaiter(promise.get_future());
-    co_return v == 5 && other_ran && std::this_thread::get_id() == loop.thread_id();
+    co_return v == 5 && other_ran&& std::this_thread::get_id() == loop.thread_id();
   };
   auto j = coral::spawn(loop.get_executor(), t());
   // The loop stays free while the task waits for the future.

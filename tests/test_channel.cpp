@@ -4,7 +4,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -151,12 +150,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_receive_consumes_nothing_and_try_send_still_wor
   });
   waiting.get_future().wait();
   receiver.cancel();
-  try {
-    get_within(receiver);
-    BOOST_FAIL("the cancelled receive returned");
-  } catch (const boost::system::system_error& e) {
-    BOOST_TEST(e.code() == asio::error::operation_aborted);
-  }
+  BOOST_TEST(failure_of(receiver) == asio::error::operation_aborted);
   BOOST_TEST(ch.try_send(7));  // Boost 1.81's try_send failed after a cancel
   BOOST_TEST(*ch.try_receive() == 7);
 }
@@ -171,7 +165,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_send_delivers_nothing) {
   });
   waiting.get_future().wait();
   sender.cancel();
-  BOOST_CHECK_THROW(get_within(sender), boost::system::system_error);
+  BOOST_TEST(failure_of(sender) == asio::error::operation_aborted);
   BOOST_TEST(!ch.try_receive().has_value());
   BOOST_TEST(lifetime::alive == 0);
 }
@@ -208,15 +202,16 @@ BOOST_AUTO_TEST_CASE(close_from_an_inline_resumed_waiter_does_not_hang) {
   coral::channel<int> ch(0);
   std::string outcome = "not resumed";
   // An inline_executor task starts inside spawn() and is now waiting in receive().
-  auto receiver = coral::spawn([](coral::channel<int>& ch, std::string& out) -> coral::task<void, coral::inline_executor> {
-    try {
-      co_await ch.receive();
-      out = "received";
-    } catch (const coral::channel_closed&) {
-      ch.close();                     // re-enters the channel on the closing thread
-      out = ch.try_send(1) ? "sent" : "closed";
-    }
-  }(ch, outcome));
+  auto receiver =
+      coral::spawn([](coral::channel<int>& ch, std::string& out) -> coral::task<void, coral::inline_executor> {
+        try {
+          co_await ch.receive();
+          out = "received";
+        } catch (const coral::channel_closed&) {
+          ch.close();  // re-enters the channel on the closing thread
+          out = ch.try_send(1) ? "sent" : "closed";
+        }
+      }(ch, outcome));
   BOOST_TEST(outcome == "not resumed");
   ch.close();  // resumes the receiver right here, on this thread
   BOOST_TEST(outcome == "closed");
@@ -282,7 +277,8 @@ BOOST_AUTO_TEST_CASE(plain_asio_code_and_coral_tasks_share_a_channel) {
 
   // coral sender -> asio::awaitable receiver
   auto by_awaitable = asio::co_spawn(
-      ex, [&]() -> asio::awaitable<int> { co_return co_await ch.async_receive(asio::use_awaitable); }, asio::use_future);
+      ex, [&]() -> asio::awaitable<int> { co_return co_await ch.async_receive(asio::use_awaitable); },
+      asio::use_future);
   auto sender = coral::spawn(ex, [&]() -> coral::task<> { co_await ch.send(6); });
   BOOST_TEST(by_awaitable.get() == 6);
   get_within(sender);

@@ -1,8 +1,7 @@
 #define BOOST_TEST_MODULE coral executors
-#include <boost/test/unit_test.hpp>
-
 #include <dirent.h>
 
+#include <boost/test/unit_test.hpp>
 #include <mutex>
 #include <set>
 #include <vector>

@@ -1,15 +1,15 @@
 #define BOOST_TEST_MODULE coral spawn and job
+#include <unistd.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "test_support.hpp"
@@ -87,9 +87,8 @@ BOOST_AUTO_TEST_CASE(get_result_returns_the_value_or_rethrows) {
   coral::event_loop loop;
   BOOST_TEST(get_within(coral::spawn(loop.get_executor(), answer())) == 42);
   BOOST_CHECK_THROW(get_within(coral::spawn(loop.get_executor(), failing())), std::runtime_error);
-  auto mo = coral::spawn(loop.get_executor(), []() -> coral::task<std::unique_ptr<int>> {
-    co_return std::make_unique<int>(3);
-  });
+  auto mo = coral::spawn(loop.get_executor(),
+                         []() -> coral::task<std::unique_ptr<int>> { co_return std::make_unique<int>(3); });
   BOOST_TEST(*get_within(mo) == 3);
   BOOST_CHECK_THROW(mo.get_result(), std::logic_error);  // a move-only result is taken once
 }
@@ -100,7 +99,8 @@ BOOST_AUTO_TEST_CASE(many_threads_waiting_on_many_jobs_all_wake) {
   for (int round = 0; round < 50; ++round) {
     auto j = coral::spawn(loop.get_executor(), answer());
     std::vector<std::future<int>> waiters;
-    for (int w = 0; w < 4; ++w) waiters.push_back(std::async(std::launch::async, [j]() mutable { return get_within(j); }));
+    for (int w = 0; w < 4; ++w)
+      waiters.push_back(std::async(std::launch::async, [j]() mutable { return get_within(j); }));
     for (auto& w : waiters) BOOST_TEST(w.get() == 42);
   }
 }
@@ -197,12 +197,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_sleeping_job_aborts_the_sleep) {
   coral::event_loop loop;
   auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 1h; });
   j.cancel();
-  try {
-    get_within(j);
-    BOOST_FAIL("the cancelled job completed normally");
-  } catch (const boost::system::system_error& e) {
-    BOOST_TEST(e.code() == asio::error::operation_aborted);
-  }
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
 }
 
 BOOST_AUTO_TEST_CASE(destroying_an_io_context_with_suspended_tasks_frees_them) {
@@ -253,8 +248,8 @@ BOOST_AUTO_TEST_CASE(a_pool_task_releasing_its_own_last_reference_does_not_join_
   auto holder = std::make_shared<coral::job<>>();
   auto finished = done.get_future();
   // The frame holds the only job: it is released on a pool thread when the frame is destroyed.
-  *holder = coral::spawn([]([[maybe_unused]] std::shared_ptr<coral::job<>> self, std::promise<void>* done)
-                             -> coral::task<void, coral::pool_executor> {
+  *holder = coral::spawn([]([[maybe_unused]] std::shared_ptr<coral::job<>> self,
+                            std::promise<void>* done) -> coral::task<void, coral::pool_executor> {
     co_await 1ms;
     done->set_value();
   }(holder, &done));
@@ -269,9 +264,7 @@ BOOST_AUTO_TEST_CASE(sync_wait_runs_inherit_and_bound_tasks) {
     co_return coral::pool_executor{}.running_in_this_thread();
   };
   BOOST_TEST(coral::sync_wait(bound()));
-  auto via_pool = []() -> coral::task<int> {
-    co_return co_await coral::on(coral::pool_executor{}, answer());
-  };
+  auto via_pool = []() -> coral::task<int> { co_return co_await coral::on(coral::pool_executor{}, answer()); };
   BOOST_TEST(coral::sync_wait(via_pool()) == 42);
 }
 

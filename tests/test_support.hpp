@@ -2,10 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <coral/coral.hpp>
 #include <future>
 #include <thread>
-
-#include <coral/coral.hpp>
 
 namespace coral_test {
 
@@ -30,6 +29,17 @@ template <class T>
 T get_within(coral::job<T> j) {
   if (!j.wait_for(patience)) throw std::runtime_error("test: job did not finish in time");
   return j.get_result();
+}
+
+// The error a job failed with (an empty code if it succeeded), waiting at most `patience`.
+template <class T>
+boost::system::error_code failure_of(coral::job<T> j) {
+  try {
+    get_within(j);
+  } catch (const boost::system::system_error& e) {
+    return e.code();
+  }
+  return {};
 }
 
 // The thread a executor runs its work on (for a single-threaded executor).

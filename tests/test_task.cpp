@@ -1,6 +1,5 @@
 #define BOOST_TEST_MODULE coral task
 #include <boost/test/unit_test.hpp>
-
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -13,9 +12,15 @@ namespace asio = boost::asio;
 
 namespace {
 
-coral::task<int> value(int v) { co_return v; }
-coral::task<std::unique_ptr<int>> move_only(int v) { co_return std::make_unique<int>(v); }
-coral::task<int&> reference(int& r) { co_return r; }
+coral::task<int> value(int v) {
+  co_return v;
+}
+coral::task<std::unique_ptr<int>> move_only(int v) {
+  co_return std::make_unique<int>(v);
+}
+coral::task<int&> reference(int& r) {
+  co_return r;
+}
 coral::task<> nothing(int& counter) {
   ++counter;
   co_return;
@@ -25,8 +30,12 @@ coral::task<int> level3() {
   throw std::runtime_error("from level 3");
   co_return 0;
 }
-coral::task<int> level2() { co_return co_await level3() + 1; }
-coral::task<int> level1() { co_return co_await level2() + 1; }
+coral::task<int> level2() {
+  co_return co_await level3() + 1;
+}
+coral::task<int> level1() {
+  co_return co_await level2() + 1;
+}
 
 }  // namespace
 

@@ -1,6 +1,5 @@
 #define BOOST_TEST_MODULE coral time
 #include <boost/test/unit_test.hpp>
-
 #include <mutex>
 #include <vector>
 
@@ -17,7 +16,7 @@ BOOST_AUTO_TEST_CASE(awaiting_a_duration_sleeps_without_blocking_and_resumes_on_
     auto start = clock_type::now();
     co_await 50ms;
     bool on_loop = std::this_thread::get_id() == loop.thread_id();
-    co_return on_loop && clock_type::now() - start >= 50ms && ran_meanwhile == 1;
+    co_return on_loop&& clock_type::now() - start >= 50ms && ran_meanwhile == 1;
   };
   auto j = coral::spawn(loop.get_executor(), sleeper());
   // The loop thread is free while the task sleeps.
@@ -34,7 +33,7 @@ BOOST_AUTO_TEST_CASE(sleep_for_and_sleep_until_wait_on_the_steady_clock) {
     co_await coral::sleep_for(20ms);
     bool after_for = clock_type::now() - start >= 20ms;
     co_await coral::sleep_until(start + 40ms);
-    co_return after_for && clock_type::now() - start >= 40ms;
+    co_return after_for&& clock_type::now() - start >= 40ms;
   };
   BOOST_TEST(coral::sync_wait(t()));
 }
@@ -67,8 +66,11 @@ BOOST_AUTO_TEST_CASE(scheduler_runs_work_after_a_delay_on_its_executor) {
   coral::scheduler s(loop.get_executor());
   std::promise<std::pair<bool, clock_type::duration>> ran;
   auto start = clock_type::now();
-  s.submit_after([&] { ran.set_value({std::this_thread::get_id() == loop.thread_id(), clock_type::now() - start}); },
-                 30ms);
+  s.submit_after(
+      [&] {
+        ran.set_value({std::this_thread::get_id() == loop.thread_id(), clock_type::now() - start});
+      },
+      30ms);
   auto [on_loop, elapsed] = ran.get_future().get();
   BOOST_TEST(on_loop);
   BOOST_TEST((elapsed >= 30ms));
@@ -80,7 +82,9 @@ BOOST_AUTO_TEST_CASE(scheduler_submit_at_and_on_another_executor) {
   std::promise<bool> at, elsewhere;
   auto when = clock_type::now() + 20ms;
   s.submit_at([&] { at.set_value(clock_type::now() >= when); }, when);
-  s.on(other.get_executor()).after(10ms).submit([&] { elsewhere.set_value(std::this_thread::get_id() == other.thread_id()); });
+  s.on(other.get_executor()).after(10ms).submit([&] {
+    elsewhere.set_value(std::this_thread::get_id() == other.thread_id());
+  });
   BOOST_TEST(at.get_future().get());
   BOOST_TEST(elsewhere.get_future().get());
 }

@@ -47,16 +47,11 @@ class awaiter {
   }
 
   template <class U = R>
-    requires(!std::is_void_v<U>)
-  void resume(U&& value) {
+  requires(!std::is_void_v<U>) void resume(U&& value) {
     value_.emplace(std::forward<U>(value));
     resume_task();
   }
-  void resume()
-    requires std::is_void_v<R>
-  {
-    resume_task();
-  }
+  void resume() requires std::is_void_v<R> { resume_task(); }
   void resume_exception(std::exception_ptr e) {
     exception_ = std::move(e);
     resume_task();

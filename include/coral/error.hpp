@@ -1,10 +1,9 @@
 #pragma once
 
-#include <string>
-#include <type_traits>
-
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
+#include <string>
+#include <type_traits>
 
 namespace coral {
 

@@ -100,7 +100,7 @@ class scheduler {
 
   explicit scheduler(asio::any_io_executor executor);
   template <class Context>
-    requires std::is_convertible_v<Context&, asio::execution_context&>
+  requires std::is_convertible_v<Context&, asio::execution_context&>
   explicit scheduler(Context& context) : scheduler(asio::any_io_executor(context.get_executor())) {}
   ~scheduler();
   scheduler(const scheduler&) = delete;
@@ -121,7 +121,8 @@ class scheduler {
   // Runs f every `period`, the first time one period from now, on fixed-rate deadlines.
   template <class F>
   handle every(clock::duration period, F f) {
-    if (period <= clock::duration::zero()) throw std::invalid_argument("coral::scheduler::every: period must be positive");
+    if (period <= clock::duration::zero())
+      throw std::invalid_argument("coral::scheduler::every: period must be positive");
     return schedule(executor_, std::move(f), clock::now() + period, period);
   }
   template <class Executor>

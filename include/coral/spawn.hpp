@@ -39,8 +39,7 @@ struct task_of {
   using type = std::remove_cvref_t<A>;
 };
 template <class A>
-  requires(!is_task_v<std::remove_cvref_t<A>>)
-struct task_of<A> {
+requires(!is_task_v<std::remove_cvref_t<A>>) struct task_of<A> {
   using type = std::remove_cvref_t<std::invoke_result_t<A&>>;
 };
 template <class A>
@@ -69,7 +68,8 @@ auto start_root(asio::any_io_executor executor, Source&& source) {
     return state;
   } else {
     using F = std::remove_cvref_t<Source>;
-    auto* state = new factory_job_state<T, F>(root_executor<task_type>(std::move(executor)), std::forward<Source>(source));
+    auto* state =
+        new factory_job_state<T, F>(root_executor<task_type>(std::move(executor)), std::forward<Source>(source));
     state->add_ref();
     task_type t = state->make_task();
     state->start(t.release());
@@ -121,8 +121,8 @@ struct initiate_spawn {
 // executor whatever `executor` is. A callable is kept alive until its task ends, so a lambda's
 // captures stay valid for the whole task.
 template <class Executor, detail::task_source Source>
-  requires detail::executor_like<std::remove_cvref_t<Executor>> ||
-           detail::execution_context_like<std::remove_cvref_t<Executor>>
+requires detail::executor_like<std::remove_cvref_t<Executor>> ||
+    detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source) {
   using T = typename detail::task_of_t<Source>::value_type;
   return job<T>(detail::start_root(detail::executor_of(executor), std::forward<Source>(source)));
@@ -144,8 +144,8 @@ job<T> spawn(task<T, Executor> t) {
 // its associated executor, by default `executor`. With asio::detached, an exception is reported
 // on stderr rather than lost.
 template <class Executor, detail::task_source Source, class CompletionToken>
-  requires detail::executor_like<std::remove_cvref_t<Executor>> ||
-           detail::execution_context_like<std::remove_cvref_t<Executor>>
+requires detail::executor_like<std::remove_cvref_t<Executor>> ||
+    detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
   using T = typename detail::task_of_t<Source>::value_type;
   constexpr bool observed = !std::is_same_v<std::decay_t<CompletionToken>, asio::detached_t>;

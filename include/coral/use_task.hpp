@@ -29,9 +29,9 @@ struct use_task_t {
     executor_with_default(const InnerExecutor& ex) noexcept : InnerExecutor(ex) {}
 
     template <class OtherExecutor>
-      requires(!std::is_same_v<OtherExecutor, executor_with_default> &&
-               std::is_convertible_v<OtherExecutor, InnerExecutor>)
-    executor_with_default(const OtherExecutor& ex) noexcept : InnerExecutor(ex) {}
+    requires(!std::is_same_v<OtherExecutor, executor_with_default> &&
+             std::is_convertible_v<OtherExecutor, InnerExecutor>) executor_with_default(const OtherExecutor& ex)
+    noexcept : InnerExecutor(ex) {}
   };
 
   template <class T>
@@ -70,13 +70,13 @@ class async_op_awaiter<void(Args...), Initiation, InitArgs...> {
     task_context& context = coroutine.promise().context();
     throw_if_cancelled(context);
     std::apply(
-        [&](InitArgs&... args) {
-          std::move(initiation_)(handler(results_, coroutine, context), std::move(args)...);
-        },
+        [&](InitArgs&... args) { std::move(initiation_)(handler(results_, coroutine, context), std::move(args)...); },
         args_);
   }
 
-  auto await_resume() { return std::apply([](auto&... values) { return unpack(values...); }, *results_); }
+  auto await_resume() {
+    return std::apply([](auto&... values) { return unpack(values...); }, *results_);
+  }
 
  private:
   template <class First, class... Rest>

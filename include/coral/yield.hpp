@@ -20,6 +20,8 @@ struct yield_awaiter {
 }  // namespace detail
 
 // `co_await yield();` puts the task at the back of its executor's queue, letting other work run.
-inline detail::yield_awaiter yield() noexcept { return {}; }
+inline detail::yield_awaiter yield() noexcept {
+  return {};
+}
 
 }  // namespace coral

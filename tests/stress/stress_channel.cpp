@@ -1,7 +1,6 @@
 #define BOOST_TEST_MODULE coral channel stress
-#include <boost/test/unit_test.hpp>
-
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <numeric>
 #include <random>

@@ -1,16 +1,27 @@
 #pragma once
 
+#include <boost/asio/system_executor.hpp>
 #include <coroutine>
 #include <memory>
 #include <optional>
 #include <utility>
 
-#include <boost/asio/system_executor.hpp>
-
 #include "coral/detail/channel_state.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {
+
+// Installed in a waiting operation's cancellation slot. It holds the channel's state, not the
+// channel, so a cancellation after the channel is gone touches nothing dead; it completes the
+// operation only if it still waits.
+template <class T>
+struct channel_cancellation {
+  std::shared_ptr<channel_state<T>> state;
+  channel_waiter* waiter;
+  void operator()(asio::cancellation_type) const {
+    if (state->cancel(*waiter)) waiter->wake(nullptr);
+  }
+};
 
 // How deep channel hand-offs may resume waiting tasks on the waker's stack before they are
 // posted instead (a chain of tasks each waking the next).
@@ -55,7 +66,7 @@ class channel_task_waiter : public Waiter {
     coroutine_ = coroutine;
     keep_ = keep_alive(context_->root);
     slot_ = context_->root->cancellation_slot();
-    if (slot_.is_connected()) slot_.template emplace<cancel_handler>(state_, this);
+    if (slot_.is_connected()) slot_.template emplace<channel_cancellation<T>>(state_, this);
     if (operation(*state_, context_)) {
       finish_waiting();
       return false;
@@ -72,14 +83,6 @@ class channel_task_waiter : public Waiter {
   std::shared_ptr<channel_state<T>> state_;
 
  private:
-  struct cancel_handler {
-    std::shared_ptr<channel_state<T>> state;
-    channel_task_waiter* waiter;
-    void operator()(asio::cancellation_type) const {
-      if (state->cancel(*waiter)) waiter->wake(nullptr);
-    }
-  };
-
   task_context* context_ = nullptr;
   std::coroutine_handle<> coroutine_;
   keep_alive keep_;
@@ -195,7 +198,7 @@ class channel_async_op final : public Waiter {
   template <class Operation>
   void start(Operation operation) {
     slot_ = asio::get_associated_cancellation_slot(handler_);
-    if (slot_.is_connected()) slot_.template emplace<cancel_handler>(state_, this);
+    if (slot_.is_connected()) slot_.template emplace<channel_cancellation<T>>(state_, this);
     if (operation(*state_)) wake(nullptr);
   }
 
@@ -204,14 +207,6 @@ class channel_async_op final : public Waiter {
   }
 
  private:
-  struct cancel_handler {
-    std::shared_ptr<channel_state<T>> state;
-    channel_async_op* op;
-    void operator()(asio::cancellation_type) const {
-      if (state->cancel(*op)) op->wake(nullptr);
-    }
-  };
-
   void complete() {
     if (slot_.is_connected()) slot_.clear();
     auto handler = std::move(handler_);

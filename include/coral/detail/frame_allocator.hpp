@@ -84,12 +84,20 @@ inline void frame_cache::register_cleanup() noexcept {
   (void)on_thread_exit;
   cleanup_registered_ = true;
 }
-inline void* allocate_frame(std::size_t size) { return tls_frame_cache.allocate(size); }
-inline void deallocate_frame(void* p, std::size_t size) noexcept { tls_frame_cache.deallocate(p, size); }
+inline void* allocate_frame(std::size_t size) {
+  return tls_frame_cache.allocate(size);
+}
+inline void deallocate_frame(void* p, std::size_t size) noexcept {
+  tls_frame_cache.deallocate(p, size);
+}
 #else
 inline void frame_cache::register_cleanup() noexcept {}
-inline void* allocate_frame(std::size_t size) { return ::operator new(size); }
-inline void deallocate_frame(void* p, std::size_t) noexcept { ::operator delete(p); }
+inline void* allocate_frame(std::size_t size) {
+  return ::operator new(size);
+}
+inline void deallocate_frame(void* p, std::size_t) noexcept {
+  ::operator delete(p);
+}
 #endif
 
 }  // namespace coral::detail

@@ -97,7 +97,8 @@ class job_state : public task_root {
     release_work();
     mark_observed();
     result_.set_exception(std::make_exception_ptr(boost::system::system_error(
-        asio::error::operation_aborted, "coral: the task was destroyed before it finished (its execution context went away)")));
+        asio::error::operation_aborted,
+        "coral: the task was destroyed before it finished (its execution context went away)")));
     finish();
   }
 

@@ -107,7 +107,8 @@ class promise_base {
     if constexpr (is_task_v<D>) {
       return make_task_awaiter(std::move(awaitable));
     } else if constexpr (is_duration_v<D>) {
-      return sleep_awaiter(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(awaitable));
+      return sleep_awaiter(std::chrono::steady_clock::now() +
+                           std::chrono::ceil<std::chrono::steady_clock::duration>(awaitable));
     } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
       return executor_awaiter{context_->executor};
     } else if constexpr (requires { typename D::coral_awaitable; }) {
@@ -160,10 +161,8 @@ class task_promise : public promise_base {
   void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
 
   template <class U = T>
-    requires std::convertible_to<U&&, T>
-  void return_value(U&& value) {
-    result_.set_value(std::forward<U>(value));
-  }
+  requires std::convertible_to<U&&, T>
+  void return_value(U&& value) { result_.set_value(std::forward<U>(value)); }
 
   task_result<T>& result() noexcept { return result_; }
 
