@@ -2,11 +2,14 @@
 
 #include <chrono>
 #include <coroutine>
+#include <memory>
 #include <optional>
+#include <variant>
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/resuming_handler.hpp"
 #include "coral/detail/task_root.hpp"
+#include "coral/loop_executor.hpp"
 
 namespace coral::detail {
 
@@ -26,8 +29,17 @@ class sleep_awaiter {
       results_.emplace(asio::error::operation_aborted);
       return false;
     }
-    timer_.emplace(context.executor, deadline_);
-    timer_->async_wait(handler(results_, coroutine, context));
+    // On an io_context (the common case) the timer is typed on its executor: smaller in the
+    // frame, and so is Asio's wait operation. Any other executor gets a general steady_timer.
+    if (auto* io = context.executor.target<asio::io_context::executor_type>()) {
+      wait(timer_.emplace<io_timer>(*io, deadline_), coroutine, context);
+    } else if (auto* loop = context.executor.target<loop_executor>()) {
+      wait(timer_.emplace<io_timer>(*loop, deadline_), coroutine, context);
+    } else {
+      wait(*timer_.emplace<std::unique_ptr<asio::steady_timer>>(
+               std::make_unique<asio::steady_timer>(context.executor, deadline_)),
+           coroutine, context);
+    }
     return true;
   }
 
@@ -37,8 +49,16 @@ class sleep_awaiter {
 
  private:
   using handler = resuming_handler<boost::system::error_code>;
+  using io_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                              asio::io_context::executor_type>;
+
+  template <class Timer>
+  void wait(Timer& timer, std::coroutine_handle<> coroutine, task_context& context) {
+    timer.async_wait(handler(results_, coroutine, context));
+  }
+
   std::chrono::steady_clock::time_point deadline_;
-  std::optional<asio::steady_timer> timer_;
+  std::variant<std::monostate, io_timer, std::unique_ptr<asio::steady_timer>> timer_;
   handler::results_type results_;
 };
 

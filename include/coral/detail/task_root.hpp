@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <variant>
 
 #include "coral/detail/asio.hpp"
+#include "coral/loop_executor.hpp"
 
 namespace coral::detail {
 
@@ -30,9 +32,9 @@ struct task_context {
 //  - object references: job handles plus one for the chain itself; the root is deleted at zero.
 class task_root {
  public:
-  explicit task_root(asio::any_io_executor executor)
-      : context_{std::move(executor), signal_.slot(), this},
-        work_(asio::prefer(context_.executor, asio::execution::outstanding_work.tracked)) {}
+  explicit task_root(asio::any_io_executor executor) : context_{std::move(executor), signal_.slot(), this} {
+    track_work();
+  }
   task_root(const task_root&) = delete;
   task_root& operator=(const task_root&) = delete;
 
@@ -77,20 +79,37 @@ class task_root {
   // As with asio::co_spawn, a running task counts as outstanding work on its executor: an
   // io_context's run() does not return while the task waits elsewhere (say, on a child posted
   // to a thread pool). Released once the task has ended.
-  void release_work() noexcept { work_ = asio::any_io_executor(); }
+  void release_work() noexcept { work_.template emplace<0>(); }
 
   virtual ~task_root() = default;
   // No keep-alive reference is left: destroy the frames if they did not complete.
   virtual void chain_released() noexcept = 0;
 
  private:
+  using tracked_io_executor = std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
+                                                                 asio::execution::outstanding_work.tracked))>;
+
+  // On an io_context (the common case) the work is tracked by a typed executor, which is much
+  // smaller than a type-erased one.
+  void track_work() {
+    const auto& ex = context_.executor;
+    if (auto* io = ex.target<asio::io_context::executor_type>()) {
+      work_.template emplace<1>(asio::prefer(*io, asio::execution::outstanding_work.tracked));
+    } else if (auto* loop = ex.target<loop_executor>()) {
+      work_.template emplace<1>(asio::prefer(*loop, asio::execution::outstanding_work.tracked));
+    } else {
+      work_.template emplace<2>(
+          std::make_unique<asio::any_io_executor>(asio::prefer(ex, asio::execution::outstanding_work.tracked)));
+    }
+  }
+
   struct released {
     void operator()(task_root* root) const noexcept { root->release(); }
   };
 
   asio::cancellation_signal signal_;
   task_context context_;
-  asio::any_io_executor work_;
+  std::variant<std::monostate, tracked_io_executor, std::unique_ptr<asio::any_io_executor>> work_;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancel_requested_{false};
