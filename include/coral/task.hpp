@@ -90,13 +90,17 @@ class task_awaiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
     child_.promise().run_inline(parent.promise().context(), parent);
-    return !start_inline(child_);
+    child_.promise().set_result_storage(result_);
+    if (!start_inline(child_)) return true;
+    child_ = nullptr;  // it completed, and its frame is gone
+    return false;
   }
 
-  T await_resume() { return child_.promise().result().take(); }
+  T await_resume() { return result_.take(); }
 
  protected:
   handle_type child_;
+  task_result<T> result_;
 };
 
 // Awaits a child task that runs on a given executor: the child is posted there (or started on the
@@ -115,6 +119,7 @@ class task_on_awaiter : public task_awaiter<T> {
     if (executor_ == parent_context.executor) return task_awaiter<T>::await_suspend(parent);
     child_context_ = task_context{std::move(executor_), parent_context.slot, parent_context.root};
     this->child_.promise().run_elsewhere(child_context_, parent_context, parent);
+    this->child_.promise().set_result_storage(this->result_);
     asio::post(child_context_.executor, resume_handler{this->child_, keep_alive(parent_context.root)});
     return true;
   }

@@ -47,11 +47,11 @@ class job_state : public task_root {
   void start(frame_type frame) {
     frame_ = frame;
     frame_.promise().run_as_root(*this);
+    frame_.promise().set_result_storage(result_);
     asio::post(executor(), resume_handler{frame_, keep_alive(this)});
   }
 
   void complete() noexcept override {
-    result_ = std::move(frame_.promise().result());
     std::exchange(frame_, nullptr).destroy();
     release_work();
     finish();

@@ -58,14 +58,16 @@ struct awaiter_ref {
 // relying on symmetric transfer being a tail call (g++ does not make it one at -O0 or under
 // sanitizers).
 struct inline_start {
-  std::coroutine_handle<> child;
+  const void* child;  // the child's promise
   bool completed = false;
 };
 inline constinit thread_local inline_start* tls_inline_start = nullptr;
 
-// Starts `child` on this thread; returns true if it completed without suspending.
-inline bool start_inline(std::coroutine_handle<> child) {
-  inline_start mark{child};
+// Starts `child` on this thread; returns true if it completed without suspending, in which case
+// its frame is gone already (it does not stop at its final suspension point).
+template <class Promise>
+bool start_inline(std::coroutine_handle<Promise> child) {
+  inline_start mark{&child.promise()};
   inline_start* outer = std::exchange(tls_inline_start, &mark);
   child.resume();
   tls_inline_start = outer;
@@ -79,17 +81,23 @@ class promise_base {
 
   std::suspend_always initial_suspend() noexcept { return {}; }
 
-  // The final suspension hands control back. It resumes the continuation with a plain call rather
-  // than symmetric transfer: the call depth this adds is bounded by how deeply tasks are nested,
-  // because a child that completes synchronously returns to its awaiter instead (start_inline).
+  // The final suspension hands control back. A child that completes while its awaiter is still
+  // starting it (see start_inline) does not suspend at all: its frame is freed on the spot and
+  // control returns to the awaiter, which finds the result in its own storage. Otherwise the
+  // continuation is resumed with a plain call rather than symmetric transfer: the call depth this
+  // adds is bounded by how deeply tasks are nested.
   struct final_awaiter {
-    bool await_ready() const noexcept { return false; }
-    template <class Promise>
-    void await_suspend(std::coroutine_handle<Promise> self) noexcept {
-      promise_base& p = self.promise();
+    promise_base* self;
+    bool await_ready() const noexcept {
       if (inline_start* mark = tls_inline_start; mark && mark->child == self) {
         mark->completed = true;
-      } else if (p.root_) {
+        return true;
+      }
+      return false;
+    }
+    void await_suspend(std::coroutine_handle<>) const noexcept {
+      promise_base& p = *self;
+      if (p.root_) {
         p.root_->complete();  // may destroy this frame
       } else if (p.continuation_context_) {
         resume_on(*p.continuation_context_, p.continuation_);
@@ -99,7 +107,7 @@ class promise_base {
     }
     void await_resume() const noexcept {}
   };
-  final_awaiter final_suspend() noexcept { return {}; }
+  final_awaiter final_suspend() noexcept { return {this}; }
 
   template <class A>
   decltype(auto) await_transform(A&& awaitable) {
@@ -158,16 +166,18 @@ class task_promise : public promise_base {
   std::coroutine_handle<task_promise> get_return_object() noexcept {
     return std::coroutine_handle<task_promise>::from_promise(*this);
   }
-  void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
+  void unhandled_exception() noexcept { result_->set_exception(std::current_exception()); }
 
   template <class U = T>
   requires std::convertible_to<U&&, T>
-  void return_value(U&& value) { result_.set_value(std::forward<U>(value)); }
+  void return_value(U&& value) { result_->set_value(std::forward<U>(value)); }
 
-  task_result<T>& result() noexcept { return result_; }
+  // Where the outcome goes: storage of whoever awaits or spawned the task, which outlives the
+  // frame. Set before the task starts.
+  void set_result_storage(task_result<T>& storage) noexcept { result_ = &storage; }
 
  private:
-  task_result<T> result_;
+  task_result<T>* result_ = nullptr;
 };
 
 template <>
@@ -176,12 +186,12 @@ class task_promise<void> : public promise_base {
   std::coroutine_handle<task_promise> get_return_object() noexcept {
     return std::coroutine_handle<task_promise>::from_promise(*this);
   }
-  void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
-  void return_void() noexcept { result_.set_value(); }
-  task_result<void>& result() noexcept { return result_; }
+  void unhandled_exception() noexcept { result_->set_exception(std::current_exception()); }
+  void return_void() noexcept { result_->set_value(); }
+  void set_result_storage(task_result<void>& storage) noexcept { result_ = &storage; }
 
  private:
-  task_result<void> result_;
+  task_result<void>* result_ = nullptr;
 };
 
 }  // namespace detail
