@@ -7,31 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "await_workload.hpp"
+
 namespace asio = boost::asio;
-
-namespace {
-
-int opaque_one = 1;
-
-coral::task<int> coral_child() {
-  co_return opaque_one;
-}
-coral::task<long> coral_loop(long n) {
-  long sum = 0;
-  for (long i = 0; i < n; ++i) sum += co_await coral_child();
-  co_return sum;
-}
-
-asio::awaitable<int> asio_child() {
-  co_return opaque_one;
-}
-asio::awaitable<long> asio_loop(long n) {
-  long sum = 0;
-  for (long i = 0; i < n; ++i) sum += co_await asio_child();
-  co_return sum;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
@@ -39,11 +17,11 @@ int main(int argc, char** argv) {
   asio::io_context ctx(1);
   long result = 0;
   if (std::strcmp(argv[1], "coral") == 0) {
-    auto j = coral::spawn(ctx, coral_loop(n));
+    auto j = coral::spawn(ctx, await_workload::coral_loop(n));
     ctx.run();
     result = j.get_result();
   } else {
-    asio::co_spawn(ctx, asio_loop(n), [&](std::exception_ptr, long v) { result = v; });
+    asio::co_spawn(ctx, await_workload::asio_loop(n), [&](std::exception_ptr, long v) { result = v; });
     ctx.run();
   }
   return result == n ? 0 : 1;

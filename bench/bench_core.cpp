@@ -8,33 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "await_workload.hpp"
 #include "report.hpp"
 
 namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-// Keeps the optimiser from folding the loop away.
-int opaque_one = 1;
-
-coral::task<int> coral_child() {
-  co_return opaque_one;
-}
-coral::task<long> coral_await_loop(long n) {
-  long sum = 0;
-  for (long i = 0; i < n; ++i) sum += co_await coral_child();
-  co_return sum;
-}
-
-asio::awaitable<int> asio_child() {
-  co_return opaque_one;
-}
-asio::awaitable<long> asio_await_loop(long n) {
-  long sum = 0;
-  for (long i = 0; i < n; ++i) sum += co_await asio_child();
-  co_return sum;
-}
 
 coral::task<> coral_yield_loop(long n) {
   for (long i = 0; i < n; ++i) co_await coral::yield();
@@ -62,18 +42,18 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     coral_await = std::min(coral_await, ns_per_op(awaits, [&] {
                              asio::io_context ctx(1);
-                             auto j = coral::spawn(ctx, coral_await_loop(awaits));
+                             auto j = coral::spawn(ctx, await_workload::coral_loop(awaits));
                              ctx.run();
                              if (j.get_result() != awaits) std::abort();
                            }));
-    asio_await =
-        std::min(asio_await, ns_per_op(awaits, [&] {
-                   asio::io_context ctx(1);
-                   long result = 0;
-                   asio::co_spawn(ctx, asio_await_loop(awaits), [&](std::exception_ptr, long v) { result = v; });
-                   ctx.run();
-                   if (result != awaits) std::abort();
-                 }));
+    asio_await = std::min(asio_await, ns_per_op(awaits, [&] {
+                            asio::io_context ctx(1);
+                            long result = 0;
+                            asio::co_spawn(ctx, await_workload::asio_loop(awaits),
+                                           [&](std::exception_ptr, long v) { result = v; });
+                            ctx.run();
+                            if (result != awaits) std::abort();
+                          }));
     coral_yield = std::min(coral_yield, ns_per_op(yields, [&] {
                              asio::io_context ctx(1);
                              coral::spawn(ctx, coral_yield_loop(yields));
