@@ -277,3 +277,22 @@ BOOST_AUTO_TEST_CASE(io_context_run_waits_for_a_task_suspended_on_another_execut
   BOOST_TEST(j.done());
   BOOST_TEST(j.get_result() == 42);
 }
+
+BOOST_AUTO_TEST_CASE(the_completion_handlers_cancellation_slot_cancels_the_task) {
+  // As with asio::co_spawn: what parallel_group and friends rely on.
+  asio::io_context ctx;
+  asio::cancellation_signal signal;
+  boost::system::error_code outcome;
+  coral::spawn(
+      ctx, []() -> coral::task<> { co_await 1h; },
+      asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e) {
+        try {
+          if (e) std::rethrow_exception(e);
+        } catch (const boost::system::system_error& error) {
+          outcome = error.code();
+        }
+      }));
+  asio::post(ctx, [&] { signal.emit(asio::cancellation_type::terminal); });
+  ctx.run_for(patience);
+  BOOST_TEST(outcome == asio::error::operation_aborted);
+}

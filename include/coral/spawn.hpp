@@ -86,13 +86,33 @@ struct spawn_signature<void> {
   using type = void(std::exception_ptr);
 };
 
+// Installed in the completion handler's cancellation slot: emitting it cancels the task, as with
+// asio::co_spawn (so spawned tasks work in asio::experimental::parallel_group and the like).
+template <class T>
+class spawn_cancellation {
+ public:
+  explicit spawn_cancellation(job_state<T>* state) noexcept : state_(state) { state_->add_ref(); }
+  spawn_cancellation(const spawn_cancellation&) = delete;
+  spawn_cancellation& operator=(const spawn_cancellation&) = delete;
+  ~spawn_cancellation() { state_->release(); }
+  void operator()(asio::cancellation_type) const {
+    if (!state_->done()) state_->cancel();
+  }
+
+ private:
+  job_state<T>* state_;
+};
+
 struct initiate_spawn {
   template <class Handler, class Source>
   void operator()(Handler handler, asio::any_io_executor executor, Source source, bool observed) const {
     auto* state = start_root(executor, std::move(source));
     using T = typename task_of_t<Source>::value_type;
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // The callback owns the handler; the state owns the callback until the task ends.
-    state->when_done([handler = std::move(handler), executor, observed](job_state<T>& s) mutable {
+    state->when_done([handler = std::move(handler), executor, observed, slot](job_state<T>& s) mutable {
+      if (slot.is_connected()) slot.clear();
       if (observed) s.mark_observed();
       auto handler_executor = asio::get_associated_executor(handler, executor);
       std::exception_ptr error;
@@ -141,8 +161,8 @@ job<T> spawn(task<T, Executor> t) {
 
 // As asio::co_spawn: starts `source` and delivers its outcome to `token` with signature
 // void(std::exception_ptr, T) (void(std::exception_ptr) for void tasks). The handler runs on
-// its associated executor, by default `executor`. With asio::detached, an exception is reported
-// on stderr rather than lost.
+// its associated executor, by default `executor`; emitting its associated cancellation slot
+// cancels the task. With asio::detached, an exception is reported on stderr rather than lost.
 template <class Executor, detail::task_source Source, class CompletionToken>
 requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
