@@ -1,5 +1,6 @@
 #pragma once
 
+#include "coral/detail/executors.hpp"
 #include "coral/task.hpp"
 
 namespace coral {
@@ -9,11 +10,7 @@ namespace coral {
 // cancelling the awaiting task cancels the child.
 template <class Executor, class T, class E>
 detail::task_on_awaiter<T> on(Executor&& executor, task<T, E> child) {
-  if constexpr (requires { executor.get_executor(); }) {
-    return detail::task_on_awaiter<T>(child.release(), executor.get_executor());
-  } else {
-    return detail::task_on_awaiter<T>(child.release(), executor);
-  }
+  return detail::task_on_awaiter<T>(child.release(), detail::executor_of(executor));
 }
 
 }  // namespace coral

@@ -11,8 +11,7 @@ namespace coral {
 // boost::system::system_error(operation_aborted). Inside a task, `co_await d` does the same.
 template <class Rep, class Period>
 detail::sleep_awaiter sleep_for(std::chrono::duration<Rep, Period> d) {
-  return detail::sleep_awaiter(std::chrono::steady_clock::now() +
-                               std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+  return detail::sleep_awaiter::after(d);
 }
 
 // As sleep_for, until a steady-clock time point.

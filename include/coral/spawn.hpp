@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/executors.hpp"
 #include "coral/detail/job_state.hpp"
 #include "coral/job.hpp"
 #include "coral/task.hpp"
@@ -12,23 +13,6 @@
 namespace coral {
 
 namespace detail {
-
-template <class E>
-concept executor_like = asio::execution::is_executor<E>::value || asio::is_executor<E>::value;
-
-template <class C>
-concept execution_context_like = std::is_convertible_v<C&, asio::execution_context&> && requires(C& c) {
-  c.get_executor();
-};
-
-template <class E>
-decltype(auto) executor_of(E& e) {
-  if constexpr (execution_context_like<E>) {
-    return e.get_executor();
-  } else {
-    return (e);
-  }
-}
 
 // A task or a callable returning one.
 template <class A>

@@ -85,7 +85,6 @@ template <class T>
 class channel_state {
  public:
   explicit channel_state(std::size_t capacity) : capacity_(capacity) {}
-  ~channel_state() { close(); }
 
   // Returns true if the send completed at once (w.error says how); false if `w` now waits.
   bool send(send_waiter<T>& w, task_context* waker) {
@@ -96,13 +95,7 @@ class channel_state {
         w.error = errc::channel_closed;
         return true;
       }
-      if (!receivers_.empty()) {
-        auto& r = static_cast<receive_waiter<T>&>(receivers_.pop_front());
-        r.slot->emplace(std::move(*w.value));
-        receiver = &r;
-      } else if (buffer_.size() < capacity_) {
-        buffer_.push_back(std::move(*w.value));
-      } else {
+      if (!put(*w.value, receiver)) {
         senders_.push_back(w);
         return false;
       }
@@ -116,16 +109,7 @@ class channel_state {
     channel_waiter* receiver = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (closed_) return false;
-      if (!receivers_.empty()) {
-        auto& r = static_cast<receive_waiter<T>&>(receivers_.pop_front());
-        r.slot->emplace(std::move(value));
-        receiver = &r;
-      } else if (buffer_.size() < capacity_) {
-        buffer_.push_back(std::move(value));
-      } else {
-        return false;
-      }
+      if (closed_ || !put(value, receiver)) return false;
     }
     if (receiver) receiver->wake(waker);
     return true;
@@ -194,6 +178,22 @@ class channel_state {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
+  // Under the lock: hands `value` to the first waiting receiver (returned in `receiver`, to be
+  // woken) or to the buffer. False, with `value` untouched, if neither can take it.
+  bool put(T& value, channel_waiter*& receiver) {
+    if (!receivers_.empty()) {
+      auto& r = static_cast<receive_waiter<T>&>(receivers_.pop_front());
+      r.slot->emplace(std::move(value));
+      receiver = &r;
+      return true;
+    }
+    if (buffer_.size() < capacity_) {
+      buffer_.push_back(std::move(value));
+      return true;
+    }
+    return false;
+  }
+
   // Under the lock: moves the next value into `out`, refilling the buffer from the first waiting
   // sender (returned in `sender`, to be woken). False if there is no value.
   bool take(std::optional<T>& out, channel_waiter*& sender) {

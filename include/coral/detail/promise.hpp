@@ -52,11 +52,11 @@ struct awaiter_ref {
 };
 
 // Marks a child coroutine being started synchronously by its awaiter on this thread. If the child
-// reaches its final suspension while its mark is the innermost one on this thread, it completed
-// without suspending: it records that and returns, and the awaiter continues the parent without
-// suspending it. This keeps the stack flat however long a chain of synchronous children is, without
-// relying on symmetric transfer being a tail call (g++ does not make it one at -O0 or under
-// sanitizers).
+// reaches its final suspension point while its mark is the innermost one on this thread, it
+// completed without suspending: it records that and runs to its end (freeing its frame) instead
+// of suspending, and the awaiter continues the parent without suspending it. This keeps the stack flat however long a
+// chain of synchronous children is, without relying on symmetric transfer being a tail call (g++ does not make it one
+// at -O0 or under sanitizers).
 struct inline_start {
   const void* child;  // the child's promise
   bool completed = false;
@@ -115,8 +115,7 @@ class promise_base {
     if constexpr (is_task_v<D>) {
       return make_task_awaiter(std::move(awaitable));
     } else if constexpr (is_duration_v<D>) {
-      return sleep_awaiter(std::chrono::steady_clock::now() +
-                           std::chrono::ceil<std::chrono::steady_clock::duration>(awaitable));
+      return sleep_awaiter::after(awaitable);
     } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
       return executor_awaiter{context_->executor};
     } else if constexpr (requires { typename D::coral_awaitable; }) {

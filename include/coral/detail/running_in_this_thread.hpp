@@ -1,7 +1,7 @@
 #pragma once
 
 #include "coral/detail/asio.hpp"
-#include "coral/loop_executor.hpp"
+#include "coral/detail/executors.hpp"
 #include "coral/pool_executor.hpp"
 
 namespace coral::detail {
@@ -10,8 +10,7 @@ namespace coral::detail {
 inline bool running_in_this_thread(const asio::any_io_executor& executor) {
   using io_ex = asio::io_context::executor_type;
   using pool_ex = asio::thread_pool::executor_type;
-  if (auto* e = executor.target<io_ex>()) return e->running_in_this_thread();
-  if (auto* e = executor.target<loop_executor>()) return e->running_in_this_thread();
+  if (auto* e = io_context_executor_of(executor)) return e->running_in_this_thread();
   if (auto* e = executor.target<pool_ex>()) return e->running_in_this_thread();
   if (auto* e = executor.target<pool_executor>()) return e->running_in_this_thread();
   if (auto* e = executor.target<asio::strand<io_ex>>()) return e->running_in_this_thread();

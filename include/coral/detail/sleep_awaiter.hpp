@@ -7,9 +7,9 @@
 #include <variant>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/executors.hpp"
 #include "coral/detail/resuming_handler.hpp"
 #include "coral/detail/task_root.hpp"
-#include "coral/loop_executor.hpp"
 
 namespace coral::detail {
 
@@ -19,28 +19,26 @@ class sleep_awaiter {
  public:
   using coral_awaitable = void;
   explicit sleep_awaiter(std::chrono::steady_clock::time_point deadline) noexcept : deadline_(deadline) {}
+  template <class Rep, class Period>
+  static sleep_awaiter after(std::chrono::duration<Rep, Period> d) {
+    return sleep_awaiter(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+  }
 
   bool await_ready() const noexcept { return false; }
 
   template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
+  void await_suspend(std::coroutine_handle<Promise> coroutine) {
     task_context& context = coroutine.promise().context();
-    if (context.root->cancel_requested()) {
-      results_.emplace(asio::error::operation_aborted);
-      return false;
-    }
+    throw_if_cancelled(context);
     // On an io_context (the common case) the timer is typed on its executor: smaller in the
     // frame, and so is Asio's wait operation. Any other executor gets a general steady_timer.
-    if (auto* io = context.executor.target<asio::io_context::executor_type>()) {
+    if (auto* io = io_context_executor_of(context.executor)) {
       wait(timer_.emplace<io_timer>(*io, deadline_), coroutine, context);
-    } else if (auto* loop = context.executor.target<loop_executor>()) {
-      wait(timer_.emplace<io_timer>(*loop, deadline_), coroutine, context);
     } else {
       wait(*timer_.emplace<std::unique_ptr<asio::steady_timer>>(
                std::make_unique<asio::steady_timer>(context.executor, deadline_)),
            coroutine, context);
     }
-    return true;
   }
 
   void await_resume() const {

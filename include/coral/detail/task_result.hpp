@@ -42,9 +42,6 @@ class task_result {
   bool has_exception() const noexcept {
     return state_.index() == 2;
   }
-  bool empty() const noexcept {
-    return state_.index() == 0;
-  }
   const std::exception_ptr& exception() const noexcept {
     return *std::get_if<2>(&state_);
   }

@@ -8,7 +8,7 @@
 #include <variant>
 
 #include "coral/detail/asio.hpp"
-#include "coral/loop_executor.hpp"
+#include "coral/detail/executors.hpp"
 
 namespace coral::detail {
 
@@ -25,7 +25,7 @@ struct task_context {
 };
 
 // The owner of a spawned chain of coroutines. Two counts:
-//  - keep-alive references (`strong`): held by whatever will resume the chain next (a posted
+//  - keep-alive references: held by whatever will resume the chain next (a posted
 //    handler, a pending Asio operation, a foreign awaitable). When none is left the chain can never
 //    run again, so its frames are destroyed: this is how destroying an io_context with suspended
 //    tasks frees them.
@@ -93,10 +93,8 @@ class task_root {
   // smaller than a type-erased one.
   void track_work() {
     const auto& ex = context_.executor;
-    if (auto* io = ex.target<asio::io_context::executor_type>()) {
+    if (auto* io = io_context_executor_of(ex)) {
       work_.template emplace<1>(asio::prefer(*io, asio::execution::outstanding_work.tracked));
-    } else if (auto* loop = ex.target<loop_executor>()) {
-      work_.template emplace<1>(asio::prefer(*loop, asio::execution::outstanding_work.tracked));
     } else {
       work_.template emplace<2>(
           std::make_unique<asio::any_io_executor>(asio::prefer(ex, asio::execution::outstanding_work.tracked)));
