@@ -20,8 +20,9 @@ event_loop::~event_loop() {
   }
 }
 
+// io_context::stop() alone ends run(), work guard or not, and is thread-safe; resetting the guard
+// here would not be (two threads calling stop()).
 void event_loop::stop() noexcept {
-  work_.reset();
   context_.stop();
 }
 
