@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coral/detail/job_state.hpp"
+#include "coral/detail/task_context.hpp"
 
 namespace coral {
 
@@ -58,7 +59,9 @@ void scheduled_work::expired(boost::system::error_code error) {
 }  // namespace detail
 
 scheduler::scheduler(asio::any_io_executor executor)
-    : executor_(std::move(executor)), state_(std::make_shared<detail::scheduler_state>()) {}
+    : executor_(std::move(executor)),
+      timer_executor_(detail::place(executor_).executor),
+      state_(std::make_shared<detail::scheduler_state>()) {}
 
 scheduler::~scheduler() {
   close();
@@ -66,7 +69,7 @@ scheduler::~scheduler() {
 
 scheduler::handle scheduler::schedule(const asio::any_io_executor& target, std::function<void()> f,
                                       clock::time_point when, clock::duration period) {
-  auto work = std::make_shared<detail::scheduled_work>(executor_, target, std::move(f), period);
+  auto work = std::make_shared<detail::scheduled_work>(timer_executor_, target, std::move(f), period);
   {
     std::lock_guard lock(state_->mutex);
     if (state_->closed) throw std::logic_error("coral::scheduler: submit after close()");

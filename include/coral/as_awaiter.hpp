@@ -6,7 +6,8 @@
 #include <future>
 #include <optional>
 
-#include "coral/detail/task_root.hpp"
+#include "coral/detail/executors.hpp"
+#include "coral/detail/suspended_task.hpp"
 
 namespace coral {
 
@@ -30,10 +31,10 @@ class future_awaiter {
 
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
-    task_context& context = coroutine.promise().context();
-    throw_if_cancelled(context);
-    timer_.emplace(context.executor);
-    arm(poll_handler{this, coroutine, &context, keep_alive(context.root)});
+    suspended_task task;
+    task.suspend(coroutine);
+    timer_.emplace(inner_executor_of(task.context().executor()));
+    arm(poll_handler{this, std::move(task)});
   }
 
   R await_resume() {
@@ -45,24 +46,25 @@ class future_awaiter {
   struct poll_handler {
     using executor_type = asio::any_io_executor;
     using cancellation_slot_type = asio::cancellation_slot;
-    executor_type get_executor() const noexcept { return context->executor; }
-    cancellation_slot_type get_cancellation_slot() const noexcept { return context->root->cancellation_slot(); }
+    executor_type get_executor() const noexcept { return task.context().executor(); }
+    cancellation_slot_type get_cancellation_slot() const noexcept { return task.context().op_slot(); }
 
+    // Cancellation is checked at every poll too: a cancel that lands between the timer's expiry
+    // and this handler found no wait to abort.
     void operator()(boost::system::error_code error) {
+      task_context& context = task.context();
+      if (!error && context.cancelled()) error = asio::error::operation_aborted;
       if (!error && !self->ready()) {
         self->arm(std::move(*this));
         return;
       }
-      if (context->slot.is_connected()) context->slot.clear();
+      context.slot().clear();
       self->error_ = error;
-      auto k = std::move(keep);
-      coroutine.resume();
+      task.resume_here();
     }
 
     future_awaiter* self;
-    std::coroutine_handle<> coroutine;
-    task_context* context;
-    keep_alive keep;
+    suspended_task task;
   };
 
   bool ready() const { return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }

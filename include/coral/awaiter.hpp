@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/task_root.hpp"
+#include "coral/detail/suspended_task.hpp"
 
 namespace coral {
 
@@ -15,6 +15,14 @@ namespace coral {
 // thread, when it is done. coral installs the task's executor: the task always continues there,
 // never inside the resume() call. before_resume() runs on the task's executor just before the
 // value is handed to the task.
+//
+// What coral starts here cannot be interrupted by coral, so cancellation is checked before
+// after_suspend() and after the task resumes: a cancelled task's await fails with
+// operation_aborted (the value is discarded). If the task's execution context shuts down while
+// it waits, the task's frames are destroyed when resume() is later called; resume() then touches
+// nothing of the dead context.
+//
+// Thread safety: distinct objects: safe. Shared objects: resume() from any one thread.
 //
 //   struct read_line : coral::awaiter<std::string> {
 //     void after_suspend() override { start_reading([this](std::string s) { resume(std::move(s)); }); }
@@ -34,14 +42,13 @@ class awaiter {
 
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
-    context_ = &coroutine.promise().context();
-    coroutine_ = coroutine;
-    keep_ = detail::keep_alive(context_->root);
+    task_.suspend(coroutine);
     after_suspend();
   }
 
   R await_resume() {
     before_resume();
+    task_.context().throw_if_cancelled();
     if (exception_) std::rethrow_exception(exception_);
     if constexpr (!std::is_void_v<R>) return std::move(*value_);
   }
@@ -62,16 +69,15 @@ class awaiter {
   virtual void before_resume() {}
 
   // The executor of the awaiting task (valid from after_suspend() on).
-  const asio::any_io_executor& executor() const noexcept { return context_->executor; }
+  const asio::any_io_executor& executor() const noexcept { return task_.context().executor(); }
 
  private:
   // Posted, not dispatched: the task must not run (and destroy this awaiter) inside resume().
-  void resume_task() { asio::post(context_->executor, detail::resume_handler{coroutine_, std::move(keep_)}); }
+  // Nothing touches this object afterwards (it may be gone).
+  void resume_task() { task_.resume_later(); }
 
   struct empty {};
-  detail::task_context* context_ = nullptr;
-  std::coroutine_handle<> coroutine_;
-  detail::keep_alive keep_;
+  detail::suspended_task task_;
   std::conditional_t<std::is_void_v<R>, empty, std::optional<std::conditional_t<std::is_void_v<R>, int, R>>> value_;
   std::exception_ptr exception_;
 };

@@ -27,8 +27,10 @@ namespace coral {
 //   first come, first served.
 // - A waiting task is resumed on its own executor: on the spot when the task that completes its
 //   operation runs on the same executor (no queue hop), otherwise through a post to its executor.
-//   An async_* handler runs on its associated executor (inline on the completing thread if it has
-//   none).
+//   An async_* handler is never invoked inside async_send / async_receive: an immediate completion
+//   is posted to its associated executor (the system executor if it has none), a later one is
+//   dispatched there; its cancellation slot is cleared there too, and its associated allocator
+//   allocates the operation.
 // - close(): values already buffered stay receivable. Waiting and later senders fail with
 //   channel_closed (errc::channel_closed for async_send) and their value is not delivered;
 //   receivers fail with channel_closed (next() gives nullopt) once the buffer is empty. Nothing is
@@ -36,10 +38,17 @@ namespace coral {
 // - Cancellation (job.cancel(), a task's or a handler's cancellation slot): a waiting operation
 //   fails with operation_aborted; a cancelled receive consumes no value and a cancelled send
 //   delivers none. It does not close or otherwise affect the channel.
-// - Destroying the channel closes it: its waiters fail with channel_closed, and nothing touches
-//   the channel afterwards.
+// - Destroying the channel, or assigning another one over it, closes it: its waiters fail with
+//   channel_closed, and nothing touches the channel afterwards.
+// - If the execution context of a waiting task shuts down, the wait is abandoned (the task's
+//   frames are destroyed with the context); a later close() does not touch it.
 // - No lock is held while a coroutine is resumed or a handler runs; T's move constructor and
-//   destructor run under the channel's lock.
+//   destructor run under the channel's lock. If T's move throws, nothing is lost: the value stays
+//   with its owner and the waiting counterpart stays queued (the operation that moved throws; a
+//   sender whose value could not be moved into the buffer fails with that exception).
+//
+// Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
+// any thread, concurrently), except assignment.
 template <class T>
 class channel {
   using state_type = detail::channel_state<T>;
@@ -52,7 +61,14 @@ class channel {
     if (state_) state_->close();
   }
   channel(channel&&) noexcept = default;
-  channel& operator=(channel&&) noexcept = default;
+  // Replacing a channel closes the old one, as destroying it would.
+  channel& operator=(channel&& other) noexcept {
+    if (this != &other) {
+      if (state_) state_->close();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
 
   // co_await ch.send(v): hands v to a waiting receiver or the buffer, else waits for room.
   detail::channel_send_awaiter<T> send(T value) { return {state_, std::move(value)}; }
@@ -84,8 +100,8 @@ class channel {
     return asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         [](auto handler, std::shared_ptr<state_type> state, T value) {
           using op_type = detail::channel_async_op<T, detail::send_waiter<T>, decltype(handler)>;
-          auto* op = new op_type(state, std::move(handler), std::optional<T>(std::move(value)));
-          op->start([op](state_type& s) { return s.send(*op, nullptr); });
+          op_type::start(std::move(state), std::move(handler), std::optional<T>(std::move(value)),
+                         [](state_type& s, op_type& op) { return s.send(op, nullptr); });
         },
         token, state_, std::move(value));
   }
@@ -99,8 +115,8 @@ class channel {
     return asio::async_initiate<CompletionToken, void(boost::system::error_code, T)>(
         [](auto handler, std::shared_ptr<state_type> state) {
           using op_type = detail::channel_async_op<T, detail::receive_waiter<T>, decltype(handler)>;
-          auto* op = new op_type(state, std::move(handler), std::nullopt);
-          op->start([op](state_type& s) { return s.receive(*op, nullptr); });
+          op_type::start(std::move(state), std::move(handler), std::nullopt,
+                         [](state_type& s, op_type& op) { return s.receive(op, nullptr); });
         },
         token, state_);
   }

@@ -10,6 +10,7 @@
 #include "coral/job.hpp"
 #include "coral/loop_executor.hpp"
 #include "coral/new_thread_executor.hpp"
+#include "coral/non_cancellable.hpp"
 #include "coral/on.hpp"
 #include "coral/pool_executor.hpp"
 #include "coral/scheduler.hpp"

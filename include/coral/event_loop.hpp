@@ -7,8 +7,11 @@
 namespace coral {
 
 // An io_context together with the one thread that runs it. The loop keeps running (even with no
-// work) until stop(); the destructor stops it, joins the thread, and then destroys whatever work
-// is still queued, which frees the coroutine frames of tasks suspended on it.
+// work) until stop(); the destructor stops it, joins the thread, and then destroys the context,
+// which frees the coroutine frames of the tasks suspended on it (whatever they wait on). It can be
+// used wherever an execution context can: coral::spawn(loop, t), asio::steady_timer(loop).
+//
+// Thread safety: distinct objects: safe. Shared objects: safe, except destruction.
 class event_loop {
  public:
   using executor_type = asio::io_context::executor_type;
@@ -20,6 +23,7 @@ class event_loop {
 
   executor_type get_executor() noexcept { return context_.get_executor(); }
   asio::io_context& context() noexcept { return context_; }
+  operator asio::io_context&() noexcept { return context_; }
   std::thread::id thread_id() const noexcept { return thread_.get_id(); }
 
   // Makes the loop thread return as soon as possible; queued work stays queued (and is destroyed

@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "coral/detail/job_state.hpp"
-#include "coral/detail/running_in_this_thread.hpp"
 
 namespace coral {
 
@@ -19,7 +18,11 @@ namespace coral {
 //
 // then/catching/finally register a callback that runs once the task has ended: immediately, on
 // the calling thread, if it already has; otherwise on the task's executor, on the thread that ends
-// it. Callbacks run in the order they were registered, never under a lock.
+// it. Callbacks run in the order they were registered, never under a lock. When a job reports
+// done (done(), wait(), get_result(), callbacks), nothing of its task touches any execution
+// context any more: the context may be destroyed right away.
+//
+// Thread safety: distinct objects: safe. Shared objects: safe (a job may be used from any thread).
 template <class T = void>
 class job {
   using state_type = detail::job_state<T>;
@@ -132,8 +135,10 @@ class job {
     }
   }
 
-  // Asks the task to stop: the operation it is suspended on (or the next one it starts) fails
-  // with operation_aborted. Callable from any thread.
+  // Asks the task to stop: the operation it is suspended on, and every later one, fails with
+  // operation_aborted (cancellation is level-triggered; see docs/cancellation.md). It reaches the
+  // innermost running child, whatever executor it runs on. Callable from any thread; does nothing
+  // once the task has ended.
   void cancel() {
     check_valid("cancel");
     if (!state().done()) state().cancel();
@@ -162,7 +167,7 @@ class job {
 
   void check_waitable(const char* what) const {
     check_valid(what);
-    if (!state_->done() && detail::running_in_this_thread(state_->executor())) {
+    if (!state_->done() && state_->home().running_in_this_thread()) {
       throw std::logic_error(std::string("coral::job::") + what +
                              " called on a thread of the job's own executor while the job is still running: "
                              "blocking here would deadlock, since the job can only finish on this executor. "

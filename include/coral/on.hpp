@@ -10,7 +10,7 @@ namespace coral {
 // cancelling the awaiting task cancels the child.
 template <class Executor, class T, class E>
 detail::task_on_awaiter<T> on(Executor&& executor, task<T, E> child) {
-  return detail::task_on_awaiter<T>(child.release(), detail::executor_of(executor));
+  return detail::task_on_awaiter<T>(child.release(), detail::erase_executor(detail::executor_of(executor)));
 }
 
 }  // namespace coral

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/executors.hpp"
 
 namespace coral {
 
@@ -45,10 +46,14 @@ struct scheduler_state {
 
 }  // namespace detail
 
-// Article 004's scheduled executor, on Asio timers (no timer thread). Timers run on the
-// scheduler's executor; each function runs on the scheduler's executor, or on the executor chosen
-// with on(). Steady clock only. Every submit returns a handle whose cancel() stops the work from
+// Article 004's scheduled executor, on Asio timers (no timer thread). Each function runs on the
+// scheduler's executor, or on the executor chosen with on(). The timers are only touched on one
+// strand over the scheduler's executor, so any executor works, a multi-threaded thread_pool
+// included. Steady clock only. Every submit returns a handle whose cancel() stops the work from
 // starting (or, for every(), from starting again).
+//
+// Thread safety: distinct objects: safe. Shared objects: safe (submit, cancel and close from any
+// thread), except destruction.
 //
 //   coral::scheduler s(ex);
 //   s.submit_after([] { ... }, 100ms);
@@ -99,9 +104,8 @@ class scheduler {
   };
 
   explicit scheduler(asio::any_io_executor executor);
-  template <class Context>
-  requires std::is_convertible_v<Context&, asio::execution_context&>
-  explicit scheduler(Context& context) : scheduler(asio::any_io_executor(context.get_executor())) {}
+  template <detail::execution_context_like Context>
+  explicit scheduler(Context& context) : scheduler(detail::erase_executor(context.get_executor())) {}
   ~scheduler();
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
@@ -140,6 +144,7 @@ class scheduler {
                   clock::duration period);
 
   asio::any_io_executor executor_;
+  asio::any_io_executor timer_executor_;  // a strand over executor_ (or executor_ if it is serial)
   std::shared_ptr<detail::scheduler_state> state_;
 };
 

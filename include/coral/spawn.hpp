@@ -35,28 +35,35 @@ asio::any_io_executor root_executor(asio::any_io_executor given) {
   if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
     return given;
   } else {
-    return typename Task::executor_type{};
+    return erase_executor(typename Task::executor_type{});
   }
 }
 
-// Creates the root of a spawned task, with one object reference for the caller, and starts it.
+// Creates the root of a spawned task, with one object reference for the caller, not started yet.
+// If the callable throws, nothing is left behind (no state, no outstanding work).
 template <class Source>
-auto start_root(asio::any_io_executor executor, Source&& source) {
+auto make_root(asio::any_io_executor executor, Source&& source) {
   using task_type = task_of_t<Source>;
   using T = typename task_type::value_type;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
-    auto* state = new job_state<T>(root_executor<task_type>(std::move(executor)));
+    auto* state = new job_state<T>(place(root_executor<task_type>(std::move(executor))));
+    state->attach(task_type(std::move(source)).release());
     state->add_ref();
-    state->start(task_type(std::move(source)).release());
     return state;
   } else {
     using F = std::remove_cvref_t<Source>;
     auto* state =
-        new factory_job_state<T, F>(root_executor<task_type>(std::move(executor)), std::forward<Source>(source));
+        new factory_job_state<T, F>(place(root_executor<task_type>(std::move(executor))), std::forward<Source>(source));
+    try {
+      task_type t = state->make_task();
+      if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");
+      state->attach(t.release());
+    } catch (...) {
+      state->release();
+      throw;
+    }
     state->add_ref();
-    task_type t = state->make_task();
-    state->start(t.release());
     return static_cast<job_state<T>*>(state);
   }
 }
@@ -90,30 +97,36 @@ class spawn_cancellation {
 struct initiate_spawn {
   template <class Handler, class Source>
   void operator()(Handler handler, asio::any_io_executor executor, Source source, bool observed) const {
-    auto* state = start_root(executor, std::move(source));
     using T = typename task_of_t<Source>::value_type;
+    auto* state = make_root(executor, std::move(source));
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
-    // The callback owns the handler; the state owns the callback until the task ends.
-    state->when_done([handler = std::move(handler), executor, observed, slot](job_state<T>& s) mutable {
-      if (slot.is_connected()) slot.clear();
+    // As with any Asio operation, the pending completion is outstanding work on the handler's
+    // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
+    auto work = asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
+    state->when_done([handler = std::move(handler), work = std::move(work), observed, slot](job_state<T>& s) mutable {
       if (observed) s.mark_observed();
-      auto handler_executor = asio::get_associated_executor(handler, executor);
       std::exception_ptr error;
       if (s.result().has_exception()) error = s.result().exception();
       if constexpr (std::is_void_v<T>) {
-        asio::dispatch(handler_executor, [h = std::move(handler), error]() mutable { std::move(h)(error); });
+        asio::dispatch(work, [h = std::move(handler), slot, error]() mutable {
+          if (slot.is_connected()) slot.clear();
+          std::move(h)(error);
+        });
       } else {
         static_assert(std::is_default_constructible_v<T>,
                       "coral::spawn with a completion token needs a default-constructible result type (it is "
                       "passed, default-constructed, along with the exception when the task fails)");
         T value{};
         if (!error) value = s.result().take();
-        asio::dispatch(handler_executor, [h = std::move(handler), error, v = std::move(value)]() mutable {
+        asio::dispatch(work, [h = std::move(handler), slot, error, v = std::move(value)]() mutable {
+          if (slot.is_connected()) slot.clear();
           std::move(h)(error, std::move(v));
         });
       }
     });
+    // Started only now: the completion cannot run inside this initiating function.
+    state->start();
     state->release();
   }
 };
@@ -129,7 +142,9 @@ requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source) {
   using T = typename detail::task_of_t<Source>::value_type;
-  return job<T>(detail::start_root(detail::executor_of(executor), std::forward<Source>(source)));
+  auto* state = detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source));
+  state->start();
+  return job<T>(state);
 }
 
 // Starts a task with a bound executor type on that executor.
@@ -139,7 +154,9 @@ job<T> spawn(task<T, Executor> t) {
                 "coral::spawn(task): this task has no executor type (task<T> runs where it is started); "
                 "say where: coral::spawn(executor, task), or declare it as task<T, some_executor>");
   if constexpr (!std::is_same_v<Executor, inherit>) {
-    return job<T>(detail::start_root(Executor{}, std::move(t)));
+    auto* state = detail::make_root(detail::erase_executor(Executor{}), std::move(t));
+    state->start();
+    return job<T>(state);
   }
 }
 
@@ -154,7 +171,7 @@ auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
   using T = typename detail::task_of_t<Source>::value_type;
   constexpr bool observed = !std::is_same_v<std::decay_t<CompletionToken>, asio::detached_t>;
   return asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
-      detail::initiate_spawn{}, token, asio::any_io_executor(detail::executor_of(executor)),
+      detail::initiate_spawn{}, token, detail::erase_executor(detail::executor_of(executor)),
       std::decay_t<Source>(std::forward<Source>(source)), observed);
 }
 

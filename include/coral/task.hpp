@@ -5,6 +5,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/child_task.hpp"
+#include "coral/detail/executors.hpp"
 #include "coral/detail/promise.hpp"
 
 namespace coral {
@@ -90,7 +92,9 @@ class task_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    child_.promise().run_inline(parent.promise().context(), parent);
+    task_context& context = parent.promise().context();
+    context.throw_if_cancelled();
+    child_.promise().run_inline(context, parent);
     child_.promise().set_result_storage(result_);
     if (!start_inline(child_)) return true;
     child_ = nullptr;  // it completed, and its frame is gone
@@ -104,30 +108,42 @@ class task_awaiter {
   task_result<T> result_;
 };
 
-// Awaits a child task that runs on a given executor: the child is posted there (or started on the
-// spot when it is the parent's executor) and the parent is resumed on its own executor afterwards.
+// Awaits a child task that runs on a given executor: on that executor as a segment of its own
+// (the parent resumes on its own executor afterwards), or inline when it is the parent's
+// executor. With `shielded`, it always runs as a segment of its own that the parent's
+// cancellation does not reach (non_cancellable()).
 template <class T>
-class task_on_awaiter : public task_awaiter<T> {
+class task_on_awaiter {
  public:
-  task_on_awaiter(typename task_awaiter<T>::handle_type child, asio::any_io_executor executor) noexcept
-      : task_awaiter<T>(child), executor_(std::move(executor)) {}
-  task_on_awaiter(task_on_awaiter&& other) noexcept
-      : task_awaiter<T>(std::move(other)), executor_(std::move(other.executor_)) {}
+  using coral_awaitable = void;
+  using handle_type = std::coroutine_handle<task_promise<T>>;
+
+  task_on_awaiter(handle_type child, asio::any_io_executor executor, bool shielded = false) noexcept
+      : inline_(child), executor_(std::move(executor)), shielded_(shielded) {}
+
+  bool await_ready() const { return inline_.await_ready(); }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    task_context& parent_context = parent.promise().context();
-    if (executor_ == parent_context.executor) return task_awaiter<T>::await_suspend(parent);
-    child_context_ = task_context{std::move(executor_), parent_context.slot, parent_context.root};
-    this->child_.promise().run_elsewhere(child_context_, parent_context, parent);
-    this->child_.promise().set_result_storage(this->result_);
-    asio::post(child_context_.executor, resume_handler{this->child_, keep_alive(parent_context.root)});
+    const auto& parent_executor = parent.promise().context().executor();
+    if (!shielded_ && (!executor_ || executor_ == parent_executor)) return inline_.await_suspend(parent);
+    on_segment_ = true;
+    segment_.start(inline_.release_child(), parent, executor_ ? executor_ : parent_executor, !shielded_);
     return true;
   }
 
+  T await_resume() { return on_segment_ ? segment_.finish() : inline_.await_resume(); }
+
  private:
+  struct inline_part : task_awaiter<T> {
+    using task_awaiter<T>::task_awaiter;
+    handle_type release_child() noexcept { return std::exchange(this->child_, nullptr); }
+  };
+  inline_part inline_;
+  child_segment_awaiter<T> segment_;
   asio::any_io_executor executor_;
-  task_context child_context_;
+  bool shielded_;
+  bool on_segment_ = false;
 };
 
 template <class T, class Executor>
@@ -135,7 +151,7 @@ auto make_task_awaiter(task<T, Executor>&& t) {
   if constexpr (std::is_same_v<Executor, inherit>) {
     return task_awaiter<T>(t.release());
   } else {
-    return task_on_awaiter<T>(t.release(), Executor{});
+    return task_on_awaiter<T>(t.release(), erase_executor(Executor{}));
   }
 }
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "coral/detail/asio.hpp"
-#include "coral/detail/resuming_handler.hpp"
+#include "coral/detail/suspended_task.hpp"
 
 namespace coral {
 
@@ -67,11 +67,10 @@ class async_op_awaiter<void(Args...), Initiation, InitArgs...> {
 
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
-    task_context& context = coroutine.promise().context();
-    throw_if_cancelled(context);
-    std::apply(
-        [&](InitArgs&... args) { std::move(initiation_)(handler(results_, coroutine, context), std::move(args)...); },
-        args_);
+    suspended_task task;
+    task.suspend(coroutine);
+    std::apply([&](InitArgs&... args) { std::move(initiation_)(handler(results_, std::move(task)), std::move(args)...); },
+               args_);
   }
 
   auto await_resume() {

@@ -2,10 +2,12 @@
 
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <optional>
 
-#include "coral/detail/task_root.hpp"
+#include "coral/detail/task_context.hpp"
+#include "coral/detail/waiter_queue.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {
@@ -13,53 +15,19 @@ namespace coral::detail {
 // A suspended channel operation, linked into the channel's FIFO of senders or receivers. It is
 // completed exactly once: by a counterpart, by close(), or by cancellation, each of which first
 // unlinks it under the channel's lock, then calls wake() with no lock held.
-struct channel_waiter {
-  channel_waiter* next = nullptr;
-  channel_waiter* prev = nullptr;
-  bool linked = false;   // guarded by the channel's lock
+struct channel_waiter : waiter_node {
   bool sending = false;  // in the senders' queue (else the receivers')
   // Set before wake(): empty on success, errc::channel_closed or asio::error::operation_aborted.
   boost::system::error_code error;
+  // Set before wake() when moving the value threw: the operation fails with it.
+  std::exception_ptr exception;
 
-  // `waker` is the context of the coral task completing the operation, if any: a waiter on the
+  // `waker` is the segment of the coral task completing the operation, if any: a waiter on the
   // same executor may then be resumed on the spot.
   virtual void wake(task_context* waker) noexcept = 0;
 
  protected:
   ~channel_waiter() = default;
-};
-
-class waiter_queue {
- public:
-  bool empty() const noexcept { return head_ == nullptr; }
-  void push_back(channel_waiter& w) noexcept {
-    w.prev = tail_;
-    w.next = nullptr;
-    (tail_ ? tail_->next : head_) = &w;
-    tail_ = &w;
-    w.linked = true;
-  }
-  channel_waiter& pop_front() noexcept {
-    channel_waiter& w = *head_;
-    remove(w);
-    return w;
-  }
-  void remove(channel_waiter& w) noexcept {
-    (w.prev ? w.prev->next : head_) = w.next;
-    (w.next ? w.next->prev : tail_) = w.prev;
-    w.next = w.prev = nullptr;
-    w.linked = false;
-  }
-  // Unlinks everything; returns the old head (a list linked through `next`).
-  channel_waiter* take_all() noexcept {
-    for (auto* w = head_; w; w = w->next) w->linked = false;
-    tail_ = nullptr;
-    return std::exchange(head_, nullptr);
-  }
-
- private:
-  channel_waiter* head_ = nullptr;
-  channel_waiter* tail_ = nullptr;
 };
 
 template <class T>
@@ -72,21 +40,23 @@ struct send_waiter : channel_waiter {
 
 template <class T>
 struct receive_waiter : channel_waiter {
-  std::optional<T>* slot = nullptr;  // where a received value is put
+  std::optional<T>* destination = nullptr;  // where a received value is put
  protected:
   ~receive_waiter() = default;
 };
 
 // The shared state of a channel<T>. Every operation runs under `mutex_` only to move one value
-// and relink waiters; waking a waiter (resuming a coroutine or running a handler) always happens
+// and relink waiters; waking a waiter (resuming a coroutine or posting a handler) always happens
 // after the lock is released. T's move constructor and destructor are the only user code that
-// runs under the lock.
+// runs under the lock, and a move that throws leaves everything as it was: the value stays with
+// its owner and the waiting counterpart stays queued (strong guarantee).
 template <class T>
 class channel_state {
  public:
   explicit channel_state(std::size_t capacity) : capacity_(capacity) {}
 
   // Returns true if the send completed at once (w.error says how); false if `w` now waits.
+  // Throws what T's move throws, with nothing changed.
   bool send(send_waiter<T>& w, task_context* waker) {
     channel_waiter* receiver = nullptr;
     {
@@ -115,13 +85,13 @@ class channel_state {
     return true;
   }
 
-  // Returns true if the receive completed at once (a value in *w.slot, or w.error); false if `w`
-  // now waits.
+  // Returns true if the receive completed at once (a value in *w.destination, or w.error); false
+  // if `w` now waits. Throws what T's move throws, with nothing consumed.
   bool receive(receive_waiter<T>& w, task_context* waker) {
-    channel_waiter* sender = nullptr;
+    taken t;
     {
       std::lock_guard lock(mutex_);
-      if (!take(*w.slot, sender)) {
+      if (!take(*w.destination, t)) {
         if (closed_) {
           w.error = errc::channel_closed;
           return true;
@@ -130,18 +100,18 @@ class channel_state {
         return false;
       }
     }
-    if (sender) sender->wake(waker);
+    t.wake(waker);
     return true;
   }
 
   std::optional<T> try_receive(task_context* waker) {
     std::optional<T> value;
-    channel_waiter* sender = nullptr;
+    taken t;
     {
       std::lock_guard lock(mutex_);
-      take(value, sender);
+      take(value, t);
     }
-    if (sender) sender->wake(waker);
+    t.wake(waker);
     return value;
   }
 
@@ -178,12 +148,23 @@ class channel_state {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
+  // What a take() did besides producing the value: a sender to wake (its value was taken), or
+  // one to fail (moving its value into the buffer threw).
+  struct taken {
+    channel_waiter* sender = nullptr;
+    void wake(task_context* waker) {
+      if (sender) sender->wake(waker);
+    }
+  };
+
   // Under the lock: hands `value` to the first waiting receiver (returned in `receiver`, to be
-  // woken) or to the buffer. False, with `value` untouched, if neither can take it.
+  // woken) or to the buffer. False, with `value` untouched, if neither can take it. The receiver
+  // is unlinked only once its value is in place.
   bool put(T& value, channel_waiter*& receiver) {
     if (!receivers_.empty()) {
-      auto& r = static_cast<receive_waiter<T>&>(receivers_.pop_front());
-      r.slot->emplace(std::move(value));
+      auto& r = static_cast<receive_waiter<T>&>(receivers_.front());
+      r.destination->emplace(std::move(value));
+      receivers_.remove(r);
       receiver = &r;
       return true;
     }
@@ -195,22 +176,29 @@ class channel_state {
   }
 
   // Under the lock: moves the next value into `out`, refilling the buffer from the first waiting
-  // sender (returned in `sender`, to be woken). False if there is no value.
-  bool take(std::optional<T>& out, channel_waiter*& sender) {
+  // sender (in `t.sender`, to be woken). False if there is no value. If the refill throws, the
+  // receive has still happened and that sender fails with the exception.
+  bool take(std::optional<T>& out, taken& t) {
     if (!buffer_.empty()) {
       out.emplace(std::move(buffer_.front()));
       buffer_.pop_front();
       if (!senders_.empty()) {
-        auto& s = static_cast<send_waiter<T>&>(senders_.pop_front());
-        buffer_.push_back(std::move(*s.value));
-        sender = &s;
+        auto& s = static_cast<send_waiter<T>&>(senders_.front());
+        try {
+          buffer_.push_back(std::move(*s.value));
+        } catch (...) {
+          s.exception = std::current_exception();
+        }
+        senders_.remove(s);
+        t.sender = &s;
       }
       return true;
     }
     if (!senders_.empty()) {
-      auto& s = static_cast<send_waiter<T>&>(senders_.pop_front());
+      auto& s = static_cast<send_waiter<T>&>(senders_.front());
       out.emplace(std::move(*s.value));
-      sender = &s;
+      senders_.remove(s);
+      t.sender = &s;
       return true;
     }
     return false;
@@ -218,7 +206,7 @@ class channel_state {
 
   static void fail_all(channel_waiter* list) noexcept {
     while (list) {
-      channel_waiter* w = std::exchange(list, list->next);
+      channel_waiter* w = std::exchange(list, static_cast<channel_waiter*>(list->next));
       w->next = w->prev = nullptr;
       w->error = errc::channel_closed;
       w->wake(nullptr);
@@ -228,8 +216,8 @@ class channel_state {
   const std::size_t capacity_;
   mutable std::mutex mutex_;
   std::deque<T> buffer_;  // at most capacity_ values
-  waiter_queue senders_;
-  waiter_queue receivers_;
+  waiter_queue<channel_waiter> senders_;
+  waiter_queue<channel_waiter> receivers_;
   bool closed_ = false;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <coroutine>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <utility>
 
 #include "coral/detail/channel_state.hpp"
+#include "coral/detail/suspended_task.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {
@@ -23,16 +25,11 @@ struct channel_cancellation {
   }
 };
 
-// How deep channel hand-offs may resume waiting tasks on the waker's stack before they are
-// posted instead (a chain of tasks each waking the next).
-inline constexpr unsigned max_inline_wakes = 16;
-inline constinit thread_local unsigned inline_wake_depth = 0;
-
 // The part of a channel operation awaited by a coral task that does not depend on its direction:
-// resuming the task on its executor, and cancelling the wait through the task's cancellation
-// slot.
+// resuming the task on its executor, cancelling the wait through the task's cancellation slot,
+// and letting go of the task if its execution context shuts down while it waits.
 template <class T, class Waiter>
-class channel_task_waiter : public Waiter {
+class channel_task_waiter : public Waiter, public external_wait {
  public:
   using coral_awaitable = void;
 
@@ -43,17 +40,10 @@ class channel_task_waiter : public Waiter {
 
   bool await_ready() const noexcept { return false; }
 
-  // A counterpart on the same executor resumes the task right here (no queue hop); anyone else
-  // posts it to its executor.
-  void wake(task_context* waker) noexcept override {
-    if (waker && inline_wake_depth < max_inline_wakes && waker->executor == context_->executor) {
-      ++inline_wake_depth;
-      auto keep = std::move(keep_);
-      coroutine_.resume();
-      --inline_wake_depth;
-    } else {
-      asio::post(context_->executor, resume_handler{coroutine_, std::move(keep_)});
-    }
+  void wake(task_context* waker) noexcept override { task_.resume_from(waker); }
+
+  void abandon() noexcept override {
+    if (state_->cancel(*this)) task_.let_go();  // may destroy the frame holding this awaiter
   }
 
  protected:
@@ -61,32 +51,45 @@ class channel_task_waiter : public Waiter {
   // Everything a waker needs is in place before the operation can link this waiter.
   template <class Promise, class Operation>
   bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
-    context_ = &coroutine.promise().context();
-    throw_if_cancelled(*context_);
-    coroutine_ = coroutine;
-    keep_ = keep_alive(context_->root);
-    slot_ = context_->root->cancellation_slot();
-    if (slot_.is_connected()) slot_.template emplace<channel_cancellation<T>>(state_, this);
-    if (operation(*state_, context_)) {
+    task_.suspend(coroutine);
+    task_context& context = task_.context();
+    if (auto slot = context.op_slot(); slot.is_connected()) {
+      slot.template emplace<channel_cancellation<T>>(state_, this);
+    }
+    context.set_external_wait(this);
+    bool done;
+    try {
+      done = operation(*state_, &context);
+    } catch (...) {
+      finish_waiting();
+      throw;
+    }
+    if (done) {
       finish_waiting();
       return false;
     }
     return true;
   }
 
-  // On the task's executor, once the operation is complete: the cancellation handler must go.
+  // On the task's executor, once the operation is complete.
   void finish_waiting() noexcept {
-    keep_.reset();
-    if (slot_.is_connected()) slot_.clear();
+    task_context& context = task_.context();
+    context.set_external_wait(nullptr);
+    context.slot().clear();
+    task_.let_go();
+  }
+
+  // Rethrows a failure of T's move, or throws `error` (the operation's).
+  void check(const char* what) {
+    if (this->exception) std::rethrow_exception(this->exception);
+    if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
+    if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);
   }
 
   std::shared_ptr<channel_state<T>> state_;
 
  private:
-  task_context* context_ = nullptr;
-  std::coroutine_handle<> coroutine_;
-  keep_alive keep_;
-  asio::cancellation_slot slot_;
+  suspended_task task_;
 };
 
 template <class T>
@@ -104,8 +107,7 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
 
   void await_resume() {
     this->finish_waiting();
-    if (this->error == errc::channel_closed) throw channel_closed("coral::channel: send on a closed channel");
-    if (this->error) throw boost::system::system_error(this->error, "coral::channel: send");
+    this->check("send on a closed channel");
   }
 
  private:
@@ -118,7 +120,7 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
  public:
   explicit channel_receive_base(std::shared_ptr<channel_state<T>> state)
       : channel_task_waiter<T, receive_waiter<T>>(std::move(state)) {
-    this->slot = &received_;
+    this->destination = &received_;
   }
 
   template <class Promise>
@@ -131,9 +133,7 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   // The value, or nullopt once the channel is closed and drained; throws on cancellation.
   std::optional<T> take() {
     this->finish_waiting();
-    if (this->error && this->error != errc::channel_closed) {
-      throw boost::system::system_error(this->error, "coral::channel: receive");
-    }
+    if (this->error != errc::channel_closed) this->check("receive");
     return std::move(received_);
   }
 
@@ -175,13 +175,53 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
 };
 
 // A channel operation started by plain Asio code (async_send / async_receive with any completion
-// token). It owns the handler and, for a send, the value; it deletes itself when it completes.
-// The handler runs on its associated executor (inline on the completing thread if it has none),
-// and its associated cancellation slot cancels the wait.
+// token). It owns the handler and, for a send, the value; it frees itself (with the handler's
+// associated allocator) when it completes. As Asio requires, the handler is never invoked inside
+// the initiating function: an immediate completion is posted to the handler's associated
+// executor; a later one is dispatched there (run on the spot if the waker already runs there).
+// The cancellation slot is cleared there too. The handler's associated cancellation slot cancels
+// the wait; the operation counts as outstanding work on the handler's executor.
 template <class T, class Waiter, class Handler>
 class channel_async_op final : public Waiter {
+  using work_executor = std::decay_t<decltype(asio::prefer(
+      std::declval<asio::associated_executor_t<Handler, asio::system_executor>>(),
+      asio::execution::outstanding_work.tracked))>;
+  using allocator_type = typename std::allocator_traits<
+      asio::associated_allocator_t<Handler>>::template rebind_alloc<channel_async_op>;
+
  public:
-  // `value` is the value to send (for a receive: nullopt).
+  // Starts the operation: `operation(state, op)` is the channel's send or receive.
+  template <class Operation>
+  static void start(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
+                    Operation operation) {
+    allocator_type allocator(asio::get_associated_allocator(handler));
+    channel_async_op* op = std::allocator_traits<allocator_type>::allocate(allocator, 1);
+    try {
+      std::allocator_traits<allocator_type>::construct(allocator, op, std::move(state), std::move(handler),
+                                                       std::move(value));
+    } catch (...) {
+      std::allocator_traits<allocator_type>::deallocate(allocator, op, 1);
+      throw;
+    }
+    op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
+    if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
+    bool done;
+    try {
+      done = operation(*op->state_, *op);
+    } catch (...) {
+      if (op->slot_.is_connected()) op->slot_.clear();
+      op->destroy();
+      throw;
+    }
+    if (done) asio::post(op->work_, [op] { op->complete(); });
+  }
+
+  // Completed by a counterpart, close() or cancellation (never inside the initiating function).
+  void wake(task_context*) noexcept override {
+    auto executor = work_;
+    asio::dispatch(std::move(executor), [this] { complete(); });
+  }
+
   channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value)
       : state_(std::move(state)),
         handler_(std::move(handler)),
@@ -191,28 +231,25 @@ class channel_async_op final : public Waiter {
     if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
       this->value = &*storage_;
     } else {
-      this->slot = &storage_;
+      this->destination = &storage_;
     }
   }
 
-  template <class Operation>
-  void start(Operation operation) {
-    slot_ = asio::get_associated_cancellation_slot(handler_);
-    if (slot_.is_connected()) slot_.template emplace<channel_cancellation<T>>(state_, this);
-    if (operation(*state_)) wake(nullptr);
-  }
-
-  void wake(task_context*) noexcept override {
-    asio::dispatch(work_, [this] { complete(); });
-  }
-
  private:
+  void destroy() noexcept {
+    allocator_type allocator(asio::get_associated_allocator(handler_));
+    std::allocator_traits<allocator_type>::destroy(allocator, this);
+    std::allocator_traits<allocator_type>::deallocate(allocator, this, 1);
+  }
+
   void complete() {
     if (slot_.is_connected()) slot_.clear();
     auto handler = std::move(handler_);
     auto error = this->error;
+    auto exception = this->exception;
     std::optional<T> value = std::move(storage_);
-    delete this;
+    destroy();
+    if (exception && !error) error = asio::error::invalid_argument;  // no exception_ptr in the signature
     if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
       std::move(handler)(error);
     } else {
@@ -222,9 +259,7 @@ class channel_async_op final : public Waiter {
 
   std::shared_ptr<channel_state<T>> state_;
   Handler handler_;
-  std::decay_t<decltype(asio::prefer(std::declval<asio::associated_executor_t<Handler, asio::system_executor>>(),
-                                     asio::execution::outstanding_work.tracked))>
-      work_;
+  work_executor work_;
   std::optional<T> storage_;
   asio::cancellation_slot slot_;
 };

@@ -6,13 +6,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/task_root.hpp"
+#include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
 
 // A tiny coroutine handed to a foreign awaitable in place of the task's own handle. Whatever thread
-// the foreign awaitable resumes it on, it passes the task back to the task's executor. It also
-// keeps the task's chain alive while the foreign awaitable holds it.
+// the foreign awaitable resumes it on, it passes the task back to the task's executor, and it
+// keeps the task's segment alive while the foreign awaitable holds it.
 class executor_return {
  public:
   struct promise_type {
@@ -27,10 +27,33 @@ class executor_return {
   std::coroutine_handle<promise_type> handle;
 };
 
-inline executor_return return_to_executor(asio::any_io_executor executor, keep_alive keep,
-                                          std::coroutine_handle<> task) {
-  asio::dispatch(executor, resume_handler{task, std::move(keep)});
-  co_return;
+// Marks a foreign await_suspend in progress on this thread. A hop resumed while its mark is the
+// innermost one was resumed synchronously (an awaitable that completes at once): it records that
+// instead of resuming the task, and the task continues without suspending — no recursion, however
+// many such awaits follow each other.
+struct foreign_mark {
+  void* hop;
+  bool completed = false;
+};
+inline constinit thread_local foreign_mark* tls_foreign_mark = nullptr;
+
+struct own_address {
+  void* address = nullptr;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> self) noexcept {
+    address = self.address();
+    return false;
+  }
+  void* await_resume() const noexcept { return address; }
+};
+
+inline executor_return return_to_executor(suspended_task task) {
+  void* self = co_await own_address{};
+  if (foreign_mark* mark = tls_foreign_mark; mark && mark->hop == self) {
+    mark->completed = true;
+    co_return;
+  }
+  task.resume_later();
 }
 
 template <class A>
@@ -45,7 +68,8 @@ decltype(auto) get_awaiter(A&& awaitable) {
 }
 
 // Awaits an awaitable that knows nothing about executors, and brings the task back to its own
-// executor if the awaitable resumes it elsewhere.
+// executor if the awaitable resumes it elsewhere. It cannot be interrupted, so cancellation is
+// checked before it starts and after it completes (its result is then discarded).
 template <class A>
 class foreign_awaiter {
   using awaitable_type = std::conditional_t<std::is_lvalue_reference_v<A>, A, std::remove_cvref_t<A>>;
@@ -61,23 +85,44 @@ class foreign_awaiter {
   bool await_ready() { return awaiter().await_ready(); }
 
   template <class Promise>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> task) {
-    task_context& context = task.promise().context();
-    auto hop = return_to_executor(context.executor, keep_alive(context.root), task).handle;
+  bool await_suspend(std::coroutine_handle<Promise> task) {
+    suspended_task suspended;
+    suspended.suspend(task);
+    context_ = &suspended.context();
+    auto hop = return_to_executor(std::move(suspended)).handle;
+    foreign_mark mark{hop.address()};
+    struct mark_scope {
+      foreign_mark* outer;
+      ~mark_scope() { tls_foreign_mark = outer; }
+    } scope{std::exchange(tls_foreign_mark, &mark)};
     using result = decltype(awaiter().await_suspend(hop));
-    if constexpr (std::is_void_v<result>) {
-      awaiter().await_suspend(hop);
-      return std::noop_coroutine();
-    } else if constexpr (std::is_same_v<result, bool>) {
-      if (awaiter().await_suspend(hop)) return std::noop_coroutine();
-      hop.destroy();
-      return task;
-    } else {
-      return awaiter().await_suspend(hop);
+    try {
+      if constexpr (std::is_void_v<result>) {
+        awaiter().await_suspend(hop);
+      } else if constexpr (std::is_same_v<result, bool>) {
+        if (!awaiter().await_suspend(hop)) {
+          hop.destroy();
+          return false;
+        }
+      } else {
+        std::coroutine_handle<> next = awaiter().await_suspend(hop);
+        if (next == hop) {
+          hop.destroy();
+          return false;
+        }
+        next.resume();
+      }
+    } catch (...) {
+      if (!mark.completed) hop.destroy();
+      throw;
     }
+    return !mark.completed;
   }
 
-  decltype(auto) await_resume() { return awaiter().await_resume(); }
+  decltype(auto) await_resume() {
+    if (context_) context_->throw_if_cancelled();
+    return awaiter().await_resume();
+  }
 
  private:
   auto& awaiter() {
@@ -91,6 +136,7 @@ class foreign_awaiter {
 
   awaitable_type awaitable_;
   std::conditional_t<is_own_awaiter, none, std::optional<std::remove_cvref_t<made_awaiter>>> made_;
+  task_context* context_ = nullptr;
 };
 
 }  // namespace coral::detail

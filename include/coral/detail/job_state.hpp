@@ -1,14 +1,13 @@
 #pragma once
 
 #include <atomic>
-#include <cstdio>
 #include <exception>
 #include <memory>
-#include <typeinfo>
+#include <utility>
 
+#include "coral/detail/promise.hpp"
+#include "coral/detail/task_context.hpp"
 #include "coral/detail/task_result.hpp"
-#include "coral/detail/task_root.hpp"
-#include "coral/task.hpp"
 
 namespace coral::detail {
 
@@ -34,27 +33,39 @@ struct job_callback_fn final : job_callback<T> {
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
-// The root of a spawned task and the state shared with its job<T> handles: owns the outermost
-// frame while it runs, then holds the result and runs the callbacks registered on the job.
+// The executor a blocking wait on the job checks against (to throw instead of deadlocking): the
+// unserialised executor underneath, which holds no reference into its context.
+struct home_executor {
+  std::variant<std::monostate, asio::io_context::executor_type, asio::thread_pool::executor_type> executor;
+  bool running_in_this_thread() const noexcept;
+  static home_executor of(const asio::any_io_executor& executor) noexcept;
+};
+
+// The root segment of a spawned task and the state shared with its job<T> handles: owns the
+// outermost frame while it runs, then holds the result and runs the callbacks registered on the
+// job. When the job reports done, nothing of the task touches any execution context any more
+// (the segment has left its context before the callbacks run).
 template <class T>
-class job_state : public task_root {
+class job_state : public task_context {
  public:
   using frame_type = std::coroutine_handle<task_promise<T>>;
 
-  explicit job_state(asio::any_io_executor executor) : task_root(std::move(executor)) {}
+  explicit job_state(placement where) : task_context(where), home_(home_executor::of(where.executor)) {}
 
-  // Starts `frame` on the executor (never inline: spawn() runs no task code itself).
-  void start(frame_type frame) {
+  // Makes `frame` the segment's outermost coroutine (its result goes to this state).
+  void attach(frame_type frame) noexcept {
     frame_ = frame;
     frame_.promise().run_as_root(*this);
     frame_.promise().set_result_storage(result_);
-    asio::post(executor(), resume_handler{frame_, keep_alive(this)});
   }
+  // Starts the attached frame through the executor (never inline: spawn() runs no task code).
+  void start() { asio::post(executor(), resume_handler{frame_, keep_alive(this)}); }
+  // Starts the attached frame here (the caller runs on the executor).
+  void start_here() { resume_handler{frame_, keep_alive(this)}(); }
 
   void complete() noexcept override {
     std::exchange(frame_, nullptr).destroy();
-    release_work();
-    finish();
+    end();
   }
 
   bool done() const noexcept { return callbacks_.load(std::memory_order_acquire) == ended(); }
@@ -80,30 +91,41 @@ class job_state : public task_root {
   void mark_observed() noexcept { observed_.store(true, std::memory_order_relaxed); }
   // True for the first caller only: a move-only result can be taken once.
   bool claim_result() noexcept { return !taken_.exchange(true, std::memory_order_acq_rel); }
+  const home_executor& home() const noexcept { return home_; }
 
  protected:
   ~job_state() override {
+    if (frame_) frame_.destroy();  // attached but never started (start() threw)
     if (result_.has_exception() && !observed_.load(std::memory_order_relaxed)) {
       report_unobserved_exception(result_.exception());
     }
   }
 
+  // Runs when the task has ended, before the job's callbacks.
+  virtual void on_end() noexcept {}
+
   void chain_released() noexcept override {
     if (!frame_) return;
-    // Nothing can resume the task any more (its executor's context was destroyed with the task
-    // suspended on it): free the frames and fail the job. The task itself threw nothing, so
-    // this is not reported as an unobserved exception.
+    // Nothing can resume the task any more (its context shut down with the task suspended): free
+    // the frames and fail the job. The task itself threw nothing: not an unobserved exception.
+    mark_ended();
     std::exchange(frame_, nullptr).destroy();
-    release_work();
     mark_observed();
     result_.set_exception(std::make_exception_ptr(boost::system::system_error(
         asio::error::operation_aborted,
-        "coral: the task was destroyed before it finished (its execution context went away)")));
-    finish();
+        "coral: the task was destroyed before it finished (its execution context shut down)")));
+    end();
   }
 
  private:
   static job_callback<T>* ended() noexcept { return reinterpret_cast<job_callback<T>*>(&ended_marker); }
+
+  void end() noexcept {
+    mark_ended();
+    leave_context();
+    on_end();
+    finish();
+  }
 
   void finish() noexcept {
     job_callback<T>* newest_first = callbacks_.exchange(ended(), std::memory_order_acq_rel);
@@ -127,6 +149,7 @@ class job_state : public task_root {
 
   frame_type frame_;
   task_result<T> result_;
+  home_executor home_;
   // The callbacks registered so far, newest first; ended() once the job has ended.
   std::atomic<job_callback<T>*> callbacks_{nullptr};
   std::atomic<bool> observed_{false};
@@ -138,8 +161,7 @@ class job_state : public task_root {
 template <class T, class F>
 class factory_job_state final : public job_state<T> {
  public:
-  factory_job_state(asio::any_io_executor executor, F factory)
-      : job_state<T>(std::move(executor)), factory_(std::move(factory)) {}
+  factory_job_state(placement where, F factory) : job_state<T>(std::move(where)), factory_(std::move(factory)) {}
   auto make_task() { return factory_(); }
 
  private:

@@ -12,7 +12,7 @@
 #include "coral/detail/frame_allocator.hpp"
 #include "coral/detail/sleep_awaiter.hpp"
 #include "coral/detail/task_result.hpp"
-#include "coral/detail/task_root.hpp"
+#include "coral/detail/task_context.hpp"
 
 namespace coral {
 
@@ -98,9 +98,7 @@ class promise_base {
     void await_suspend(std::coroutine_handle<>) const noexcept {
       promise_base& p = *self;
       if (p.root_) {
-        p.root_->complete();  // may destroy this frame
-      } else if (p.continuation_context_) {
-        resume_on(*p.continuation_context_, p.continuation_);
+        p.root_->complete();  // destroys this frame
       } else {
         p.continuation_.resume();
       }
@@ -117,7 +115,7 @@ class promise_base {
     } else if constexpr (is_duration_v<D>) {
       return sleep_awaiter::after(awaitable);
     } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
-      return executor_awaiter{context_->executor};
+      return executor_awaiter{context_->executor()};
     } else if constexpr (requires { typename D::coral_awaitable; }) {
       return awaiter_ref<D>{awaitable};
     } else {
@@ -132,14 +130,8 @@ class promise_base {
     context_ = &context;
     continuation_ = continuation;
   }
-  void run_elsewhere(task_context& context, task_context& continuation_context,
-                     std::coroutine_handle<> continuation) noexcept {
-    context_ = &context;
-    continuation_context_ = &continuation_context;
-    continuation_ = continuation;
-  }
-  void run_as_root(task_root& root) noexcept {
-    context_ = &root.context();
+  void run_as_root(task_context& root) noexcept {
+    context_ = &root;
     root_ = &root;
   }
 
@@ -153,10 +145,8 @@ class promise_base {
 
   task_context* context_ = nullptr;
   std::coroutine_handle<> continuation_;
-  // Set when the continuation runs on another executor and must be resumed through it.
-  task_context* continuation_context_ = nullptr;
-  // Set on the outermost coroutine of a spawned chain.
-  task_root* root_ = nullptr;
+  // Set on the outermost coroutine of a segment (a spawned task, a child on another executor).
+  task_context* root_ = nullptr;
 };
 
 template <class T>

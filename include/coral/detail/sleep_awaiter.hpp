@@ -8,12 +8,11 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/executors.hpp"
-#include "coral/detail/resuming_handler.hpp"
-#include "coral/detail/task_root.hpp"
+#include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
 
-// Suspends until a steady-clock deadline on an asio::steady_timer bound to the task's executor.
+// Suspends until a steady-clock deadline on an asio::steady_timer of the task's executor.
 // Cancelling the task cancels the wait (operation_aborted).
 class sleep_awaiter {
  public:
@@ -28,16 +27,17 @@ class sleep_awaiter {
 
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
-    task_context& context = coroutine.promise().context();
-    throw_if_cancelled(context);
+    suspended_task task;
+    task.suspend(coroutine);
+    const auto& executor = task.context().executor();
     // On an io_context (the common case) the timer is typed on its executor: smaller in the
     // frame, and so is Asio's wait operation. Any other executor gets a general steady_timer.
-    if (auto* io = io_context_executor_of(context.executor)) {
-      wait(timer_.emplace<io_timer>(*io, deadline_), coroutine, context);
+    if (auto io = io_context_executor_of(executor)) {
+      timer_.emplace<io_timer>(*io, deadline_).async_wait(handler(results_, std::move(task)));
     } else {
-      wait(*timer_.emplace<std::unique_ptr<asio::steady_timer>>(
-               std::make_unique<asio::steady_timer>(context.executor, deadline_)),
-           coroutine, context);
+      timer_.emplace<std::unique_ptr<asio::steady_timer>>(
+          std::make_unique<asio::steady_timer>(inner_executor_of(executor), deadline_));
+      std::get<2>(timer_)->async_wait(handler(results_, std::move(task)));
     }
   }
 
@@ -49,11 +49,6 @@ class sleep_awaiter {
   using handler = resuming_handler<boost::system::error_code>;
   using io_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
                                               asio::io_context::executor_type>;
-
-  template <class Timer>
-  void wait(Timer& timer, std::coroutine_handle<> coroutine, task_context& context) {
-    timer.async_wait(handler(results_, coroutine, context));
-  }
 
   std::chrono::steady_clock::time_point deadline_;
   std::variant<std::monostate, io_timer, std::unique_ptr<asio::steady_timer>> timer_;

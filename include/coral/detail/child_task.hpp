@@ -1,0 +1,121 @@
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <utility>
+
+#include "coral/detail/job_state.hpp"
+#include "coral/detail/suspended_task.hpp"
+
+namespace coral::detail {
+
+// A child task that runs as a segment of its own (on another executor, or shielded from its
+// parent's cancellation): its own executor, signal and cancellation flag, so that nothing of the
+// parent's is touched from the child's threads. When it ends it resumes the parent through the
+// parent's gate, unless the parent let go of it first (its context shut down).
+template <class T>
+class child_job_state final : public job_state<T> {
+ public:
+  using job_state<T>::job_state;
+
+  // The awaiting parent, kept alive until the child ends or the parent lets go.
+  suspended_task parent;
+
+  // On the parent's executor: true if the parent let go before the child ended (the child is
+  // then cancelled and cleans up after itself).
+  bool detach() noexcept {
+    int expected = waiting;
+    return link_.compare_exchange_strong(expected, detached, std::memory_order_acq_rel);
+  }
+
+ protected:
+  void on_end() noexcept override {
+    int expected = waiting;
+    if (link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) {
+      parent.resume_later();
+    } else {
+      this->mark_observed();  // nobody is left to observe it: its parent is gone
+    }
+  }
+
+ private:
+  enum : int { waiting, completed, detached };
+  std::atomic<int> link_{waiting};
+};
+
+// Forwards the parent's cancellation to a child segment (installed in the parent's slot while it
+// waits, so it runs on the parent's executor; the child's signal is emitted on the child's).
+struct forward_cancellation {
+  context_ref child;
+  void operator()(asio::cancellation_type type) const { child->cancel(type); }
+};
+
+// Awaits a child that runs as a segment of its own.
+template <class T>
+class child_segment_awaiter : public external_wait {
+ public:
+  using frame_type = std::coroutine_handle<task_promise<T>>;
+
+  child_segment_awaiter() noexcept = default;
+  child_segment_awaiter(child_segment_awaiter&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)), parent_context_(other.parent_context_), forward_(other.forward_) {}
+  child_segment_awaiter& operator=(child_segment_awaiter&&) = delete;
+  ~child_segment_awaiter() {
+    if (state_) {
+      if (state_->detach()) state_->cancel();
+      state_->release();
+    }
+  }
+
+  // Takes `frame` and starts it on `executor` (on the spot if that is the parent's executor) as a
+  // segment of its own; the parent stays suspended until it ends. With `forward_cancel`, the
+  // parent's cancellation reaches the child.
+  template <class Promise>
+  void start(frame_type frame, std::coroutine_handle<Promise> parent, const asio::any_io_executor& executor,
+             bool forward_cancel) {
+    struct frame_guard {
+      frame_type f;
+      ~frame_guard() {
+        if (f) f.destroy();
+      }
+    } guard{frame};
+    task_context& parent_context = parent.promise().context();
+    parent_context.throw_if_cancelled();
+    const bool here = executor == parent_context.executor();
+    auto* state = new child_job_state<T>(place(executor));
+    state->attach(std::exchange(guard.f, nullptr));
+    state_ = state;
+    state->add_ref();  // this awaiter's
+    state->parent.suspend(parent);
+    parent_context_ = &parent_context;
+    forward_ = forward_cancel;
+    if (forward_) parent_context.slot().template emplace<forward_cancellation>(context_ref(state));
+    parent_context.set_external_wait(this);
+    if (here) {
+      state->start_here();
+    } else {
+      state->start();
+    }
+  }
+
+  T finish() {
+    parent_context_->set_external_wait(nullptr);
+    if (forward_) parent_context_->slot().clear();
+    state_->mark_observed();
+    return state_->result().take();
+  }
+
+  // The parent's context is shutting down: cancel the child, let go of the parent.
+  void abandon() noexcept override {
+    if (!state_->detach()) return;  // the child has ended and the parent's resumption is queued
+    state_->cancel();
+    state_->parent.let_go();  // may destroy the frame holding this awaiter
+  }
+
+ private:
+  child_job_state<T>* state_ = nullptr;
+  task_context* parent_context_ = nullptr;
+  bool forward_ = false;
+};
+
+}  // namespace coral::detail

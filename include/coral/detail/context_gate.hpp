@@ -1,0 +1,122 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "coral/detail/asio.hpp"
+
+namespace coral::detail {
+
+// Something that lives on an execution context and must be told when that context shuts down
+// (a task's chain, waiting on something outside the context). Linked into its context's gate.
+class gate_member {
+ public:
+  // On the thread destroying the context, once nothing can post to it any more: let go of
+  // everything outside the context and of the context's own objects.
+  virtual void abandon() noexcept = 0;
+  virtual void add_ref() noexcept = 0;
+  virtual void release() noexcept = 0;
+
+ protected:
+  ~gate_member() = default;
+
+ private:
+  friend class context_gate;
+  gate_member* gate_next_ = nullptr;
+  gate_member* gate_prev_ = nullptr;
+  bool gate_linked_ = false;  // guarded by the gate's members mutex
+};
+
+// The door into one execution context from outside it. Code that is not running on the context
+// (a channel woken by another thread, a child finishing on the pool, cancel() from any thread)
+// passes through the gate to post there; the context's shutdown closes the gate and then waits
+// for the passes already granted, so nothing posts into a context that is being destroyed, and a
+// post that started before the shutdown has returned before the context's memory goes.
+//
+// Shared (not owned by the context): whoever may still try to enter holds it, and finds it closed.
+class context_gate {
+ public:
+  explicit context_gate(bool single_threaded) noexcept : single_threaded_(single_threaded) {}
+
+  // Lock-free; true if the caller may post to the context until leave().
+  bool enter() noexcept {
+    entered_.fetch_add(1, std::memory_order_seq_cst);
+    if (open_.load(std::memory_order_seq_cst)) return true;
+    leave();
+    return false;
+  }
+  void leave() noexcept { entered_.fetch_sub(1, std::memory_order_seq_cst); }
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+
+  // Posts `f` to `executor` (of this gate's context) unless the context is shutting down, in which
+  // case `f` is destroyed here. Returns whether it was posted. `executor` is copied inside the
+  // pass: once `f` is posted, the object it belongs to may be gone.
+  template <class Executor, class F>
+  bool post(const Executor& executor, F&& f) {
+    if (!enter()) return false;
+    struct pass {
+      context_gate* g;
+      ~pass() { g->leave(); }
+    } p{this};
+    Executor copy(executor);
+    asio::post(copy, std::forward<F>(f));
+    return true;
+  }
+
+  // True when the context is an io_context created with concurrency hint 1: coral trusts it to be
+  // run by one thread and does not serialise its tasks with a strand.
+  bool single_threaded() const noexcept { return single_threaded_; }
+
+  // Members are linked while they are alive on the context; abandoned at shutdown.
+  // Returns false if the gate is already closed (the member was not linked).
+  bool link(gate_member& m) {
+    std::lock_guard lock(members_mutex_);
+    if (!is_open()) return false;
+    m.gate_prev_ = nullptr;
+    m.gate_next_ = members_;
+    if (members_) members_->gate_prev_ = &m;
+    members_ = &m;
+    m.gate_linked_ = true;
+    return true;
+  }
+  // Returns true for the one caller that unlinks `m` (the member's end, or the shutdown).
+  bool unlink(gate_member& m) noexcept {
+    std::lock_guard lock(members_mutex_);
+    return unlink_locked(m);
+  }
+  // Runs f() under the members lock if `m` is still linked (for cancel(), which must not race
+  // with the member's end). Returns whether it ran.
+  template <class F>
+  bool if_linked(gate_member& m, F&& f) {
+    std::lock_guard lock(members_mutex_);
+    if (!m.gate_linked_) return false;
+    f();
+    return true;
+  }
+
+  // Called by the context's shutdown: close, wait for the passes in flight, abandon every member.
+  void shut_down() noexcept;
+
+ private:
+  bool unlink_locked(gate_member& m) noexcept {
+    if (!m.gate_linked_) return false;
+    (m.gate_prev_ ? m.gate_prev_->gate_next_ : members_) = m.gate_next_;
+    if (m.gate_next_) m.gate_next_->gate_prev_ = m.gate_prev_;
+    m.gate_next_ = m.gate_prev_ = nullptr;
+    m.gate_linked_ = false;
+    return true;
+  }
+
+  const bool single_threaded_;
+  std::atomic<bool> open_{true};
+  std::atomic<unsigned> entered_{0};
+  std::mutex members_mutex_;
+  gate_member* members_ = nullptr;
+};
+
+// The gate of the execution context behind `executor` (created with the context's coral service
+// on first use).
+std::shared_ptr<context_gate> gate_of(asio::execution_context& context);
+
+}  // namespace coral::detail

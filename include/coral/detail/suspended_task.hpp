@@ -1,0 +1,112 @@
+#pragma once
+
+#include <coroutine>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/task_context.hpp"
+
+namespace coral::detail {
+
+// How deep wakers may resume tasks of their own executor on their stack before posting instead
+// (a chain of tasks each waking the next).
+inline constexpr unsigned max_inline_resumes = 16;
+inline constinit thread_local unsigned inline_resume_depth = 0;
+
+// A task suspended at one of coral's suspension points, and the one way to resume it. Every
+// suspension point (sleep, Asio operation, channel, child, yield, awaiter, future, foreign
+// awaitable) suspends through this and resumes through it:
+//  - suspend(): on the task's executor; throws operation_aborted if the task is cancelled
+//    (cancellation is level-triggered) and keeps the task's segment alive until resumed;
+//  - resume_here(): on the task's executor;
+//  - resume_from(waker) / resume_later(): from anywhere; posts through the context's gate, so
+//    nothing is posted into a context that is shutting down (the segment is let go instead).
+class suspended_task {
+ public:
+  suspended_task() noexcept = default;
+
+  template <class Promise>
+  void suspend(std::coroutine_handle<Promise> coroutine) {
+    task_context& context = coroutine.promise().context();
+    context.throw_if_cancelled();
+    context_ = &context;
+    coroutine_ = coroutine;
+    keep_ = keep_alive(&context);
+  }
+
+  task_context& context() const noexcept { return *context_; }
+  bool suspended() const noexcept { return static_cast<bool>(keep_); }
+
+  void resume_here() {
+    auto keep = std::move(keep_);
+    coroutine_.resume();
+  }
+
+  // On the task's executor: at the back of its queue.
+  void resume_soon() { asio::post(context_->executor(), resume_handler{coroutine_, std::move(keep_)}); }
+
+  // Nothing touches this object once the task is posted (it may be gone).
+  void resume_later() {
+    task_context* context = context_;
+    context->gate().post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
+  }
+
+  // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
+  // same execution context can be running on the task's executor; comparing gates first means
+  // the executor of a context that may be shutting down is never read.
+  void resume_from(task_context* waker) {
+    if (waker && &waker->gate() == &context_->gate() && inline_resume_depth < max_inline_resumes &&
+        waker->executor() == context_->executor()) {
+      ++inline_resume_depth;
+      struct depth_guard {
+        ~depth_guard() { --inline_resume_depth; }
+      } guard;
+      resume_here();
+    } else {
+      resume_later();
+    }
+  }
+
+  // Lets go of the segment without resuming it (its wait was abandoned). May destroy the frame
+  // that holds this object: nothing may touch it afterwards.
+  void let_go() noexcept { keep_.reset(); }
+
+ private:
+  task_context* context_ = nullptr;
+  std::coroutine_handle<> coroutine_;
+  keep_alive keep_;
+};
+
+// The completion handler coral gives to Asio operations: its associated executor is the task's
+// executor (so Asio resumes the task there) and its associated cancellation slot is the task's (so
+// cancelling the task cancels the operation). It stores the completion arguments in the awaiter and
+// resumes the coroutine. Until then it keeps the segment alive; destroyed uninvoked, it lets go.
+template <class... Args>
+class resuming_handler {
+ public:
+  using results_type = std::optional<std::tuple<std::decay_t<Args>...>>;
+  using executor_type = asio::any_io_executor;
+  using cancellation_slot_type = asio::cancellation_slot;
+
+  resuming_handler(results_type& results, suspended_task task) : results_(&results), task_(std::move(task)) {}
+
+  executor_type get_executor() const noexcept { return task_.context().executor(); }
+  cancellation_slot_type get_cancellation_slot() const noexcept { return task_.context().op_slot(); }
+
+  template <class... A>
+  void operator()(A&&... args) {
+    // The operation is over: its cancellation handler must not outlive it (it may point into an
+    // object the coroutine is about to destroy).
+    task_.context().slot().clear();
+    results_->emplace(std::forward<A>(args)...);
+    task_.resume_here();
+  }
+
+ private:
+  results_type* results_;
+  suspended_task task_;
+};
+
+}  // namespace coral::detail

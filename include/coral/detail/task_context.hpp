@@ -1,0 +1,190 @@
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <variant>
+
+#include "coral/detail/asio.hpp"
+#include "coral/detail/context_gate.hpp"
+
+namespace coral::detail {
+
+// Where a chain of coroutines runs: the executor (serialised: a strand unless the executor already
+// runs one thing at a time) and the gate of its execution context.
+struct placement {
+  asio::any_io_executor executor;
+  std::shared_ptr<context_gate> gate;
+};
+
+// Serialises `executor` for a task (see placement) and finds its context's gate. Compiled in
+// src/placement.cpp.
+placement place(const asio::any_io_executor& executor);
+
+// A wait whose waker lives outside the task's execution context (a channel, a child task on
+// another executor). When the context shuts down the wait is abandoned: it detaches from its
+// waker and lets go of the chain, so the chain's frames are destroyed with the context.
+class external_wait {
+ public:
+  virtual void abandon() noexcept = 0;
+
+ protected:
+  ~external_wait() = default;
+};
+
+// One segment of a task: the coroutines that run on one executor, with everything they share.
+// A spawned task is one segment (its root); a child awaited on another executor is a segment of
+// its own. Inline children use their parent's segment.
+//
+// Two counts:
+//  - keep-alive references, held by whatever will resume the segment next (a posted handler, a
+//    pending Asio operation, a channel waiter, a child's completion). When none is left the
+//    segment can never run again and its frames are destroyed: this is how destroying an
+//    io_context with suspended tasks frees them.
+//  - object references: job handles, posted cancellations, and one for the running segment.
+//
+// Cancellation is level-triggered: `cancelled()` stays true once requested, and every suspension
+// point checks it before suspending. The signal (whose slot Asio operations listen to) is only
+// used on the segment's executor, which runs one thing at a time.
+class task_context : public gate_member {
+ public:
+  explicit task_context(placement where);
+  task_context(const task_context&) = delete;
+  task_context& operator=(const task_context&) = delete;
+
+  // Valid while the segment's coroutines can run (not after it ended or its context shut down).
+  const asio::any_io_executor& executor() const noexcept { return executor_; }
+  context_gate& gate() const noexcept { return *gate_; }
+
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  void throw_if_cancelled() const;
+  // The slot a wait listens to when it must hear cancellation and shutdown (channel, child).
+  asio::cancellation_slot slot() noexcept { return signal_.slot(); }
+  // The slot for an Asio operation on the segment's own context: unconnected while nothing can
+  // cancel the segment (no job handle, no completion token slot, no parent), which spares the
+  // operation its cancellation handler.
+  asio::cancellation_slot op_slot() noexcept {
+    return refs_.load(std::memory_order_acquire) > 1 ? signal_.slot() : asio::cancellation_slot();
+  }
+  // Any thread: marks the segment cancelled and emits its signal on its executor.
+  void cancel(asio::cancellation_type type = asio::cancellation_type::all);
+  // On the executor: marks the segment cancelled and emits its signal now.
+  void cancel_here(asio::cancellation_type type) {
+    cancelled_.store(true, std::memory_order_release);
+    if (!ended_.load(std::memory_order_acquire)) signal_.emit(type);
+  }
+
+  // On the executor, around a wait whose waker lives outside the context.
+  void set_external_wait(external_wait* w) noexcept { external_wait_ = w; }
+
+  void add_keep_alive() noexcept { keep_alive_.fetch_add(1, std::memory_order_relaxed); }
+  void release_keep_alive() noexcept {
+    if (keep_alive_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      chain_released();
+      release();  // the running segment's reference
+    }
+  }
+  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Called from the final suspension of the segment's outermost coroutine, on its executor.
+  virtual void complete() noexcept = 0;
+
+ protected:
+  virtual ~task_context();
+
+  // No keep-alive reference is left while the frames are suspended: destroy them.
+  virtual void chain_released() noexcept = 0;
+
+  // The segment's end: unlinks it from its gate and lets go of its executor and outstanding
+  // work, so that nothing of the segment touches the context afterwards. Idempotent; the first
+  // call (or the context's shutdown) does it.
+  void leave_context() noexcept;
+
+  // Called once, when the segment's frames are gone.
+  void mark_ended() noexcept {
+    ended_.store(true, std::memory_order_release);
+    signal_.slot().clear();
+  }
+
+  void abandon() noexcept override;
+
+ private:
+  using tracked_io_executor = std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
+                                                                 asio::execution::outstanding_work.tracked))>;
+  void drop_executor() noexcept;
+
+  asio::any_io_executor executor_;
+  std::shared_ptr<context_gate> gate_;
+  // As with asio::co_spawn, a running segment counts as outstanding work on its executor: an
+  // io_context's run() does not return while a task waits elsewhere. Typed on io_context (the
+  // common case) to keep it small.
+  std::variant<std::monostate, tracked_io_executor, asio::any_io_executor> work_;
+  asio::cancellation_signal signal_;
+  external_wait* external_wait_ = nullptr;
+  std::atomic<std::uint32_t> keep_alive_{0};
+  std::atomic<std::uint32_t> refs_{1};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> ended_{false};
+};
+
+// A keep-alive reference to a segment.
+class keep_alive {
+ public:
+  keep_alive() noexcept = default;
+  explicit keep_alive(task_context* context) noexcept : context_(context) {
+    if (context_) context_->add_keep_alive();
+  }
+  keep_alive(keep_alive&& other) noexcept : context_(std::exchange(other.context_, nullptr)) {}
+  keep_alive& operator=(keep_alive&& other) noexcept {
+    if (this != &other) {
+      reset();
+      context_ = std::exchange(other.context_, nullptr);
+    }
+    return *this;
+  }
+  ~keep_alive() { reset(); }
+  void reset() noexcept {
+    if (auto* c = std::exchange(context_, nullptr)) c->release_keep_alive();
+  }
+  explicit operator bool() const noexcept { return context_ != nullptr; }
+
+ private:
+  task_context* context_ = nullptr;
+};
+
+// An object reference to a segment.
+class context_ref {
+ public:
+  context_ref() noexcept = default;
+  explicit context_ref(task_context* context) noexcept : context_(context) {
+    if (context_) context_->add_ref();
+  }
+  context_ref(context_ref&& other) noexcept : context_(std::exchange(other.context_, nullptr)) {}
+  context_ref& operator=(context_ref&&) = delete;
+  ~context_ref() {
+    if (context_) context_->release();
+  }
+  task_context* operator->() const noexcept { return context_; }
+
+ private:
+  task_context* context_ = nullptr;
+};
+
+// Resumes a suspended coroutine when invoked (through the executor it was posted to). If it is
+// destroyed uninvoked, for example with its io_context, it lets go of the chain, which frees it.
+struct resume_handler {
+  std::coroutine_handle<> coroutine;
+  keep_alive keep;
+
+  void operator()() {
+    auto k = std::move(keep);
+    std::exchange(coroutine, nullptr).resume();
+  }
+};
+
+}  // namespace coral::detail

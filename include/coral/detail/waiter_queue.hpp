@@ -1,0 +1,50 @@
+#pragma once
+
+#include <utility>
+
+namespace coral::detail {
+
+// A node of an intrusive FIFO of suspended operations (channel senders and receivers; later
+// mutex, semaphore and event waiters). The queue's owner guards it with its own lock.
+struct waiter_node {
+  waiter_node* next = nullptr;
+  waiter_node* prev = nullptr;
+  bool linked = false;  // guarded by the owner's lock
+};
+
+template <class Waiter>
+class waiter_queue {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+  Waiter& front() const noexcept { return static_cast<Waiter&>(*head_); }
+  void push_back(Waiter& w) noexcept {
+    w.prev = tail_;
+    w.next = nullptr;
+    (tail_ ? tail_->next : head_) = &w;
+    tail_ = &w;
+    w.linked = true;
+  }
+  Waiter& pop_front() noexcept {
+    Waiter& w = front();
+    remove(w);
+    return w;
+  }
+  void remove(Waiter& w) noexcept {
+    (w.prev ? w.prev->next : head_) = w.next;
+    (w.next ? w.next->prev : tail_) = w.prev;
+    w.next = w.prev = nullptr;
+    w.linked = false;
+  }
+  // Unlinks everything; returns the old head (a list linked through `next`).
+  Waiter* take_all() noexcept {
+    for (auto* w = head_; w; w = w->next) w->linked = false;
+    tail_ = nullptr;
+    return static_cast<Waiter*>(std::exchange(head_, nullptr));
+  }
+
+ private:
+  waiter_node* head_ = nullptr;
+  waiter_node* tail_ = nullptr;
+};
+
+}  // namespace coral::detail

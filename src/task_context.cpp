@@ -1,0 +1,145 @@
+#include "coral/detail/task_context.hpp"
+
+#include <thread>
+
+#include "coral/detail/executors.hpp"
+#include "coral/detail/job_state.hpp"
+
+namespace coral::detail {
+
+namespace {
+
+// The service coral adds to every execution context it runs tasks on: it owns the context's gate
+// and closes it when the context shuts down.
+class context_service final : public asio::execution_context::service {
+ public:
+  static asio::execution_context::id id;
+
+  explicit context_service(asio::execution_context& context)
+      : asio::execution_context::service(context), gate(std::make_shared<context_gate>(single_threaded(context))) {}
+
+  std::shared_ptr<context_gate> gate;
+
+ private:
+  void shutdown() override { gate->shut_down(); }
+
+  // An io_context created with concurrency hint 1 promises to be run by one thread (Asio itself
+  // relies on that promise); any other context may run work concurrently.
+  static bool single_threaded(asio::execution_context& context) {
+    return asio::has_service<asio::detail::scheduler>(context) &&
+           asio::use_service<asio::detail::scheduler>(context).concurrency_hint() == 1;
+  }
+};
+
+asio::execution_context::id context_service::id;
+
+}  // namespace
+
+std::shared_ptr<context_gate> gate_of(asio::execution_context& context) {
+  return asio::use_service<context_service>(context).gate;
+}
+
+void context_gate::shut_down() noexcept {
+  open_.store(false, std::memory_order_seq_cst);
+  // Posts that entered before the gate closed are a few instructions from leaving.
+  while (entered_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  for (;;) {
+    gate_member* member;
+    {
+      std::lock_guard lock(members_mutex_);
+      member = members_;
+      if (!member) break;
+      unlink_locked(*member);
+      member->add_ref();
+    }
+    member->abandon();
+    member->release();
+  }
+}
+
+placement place(const asio::any_io_executor& executor) {
+  auto gate = gate_of(asio::query(executor, asio::execution::context));
+  if (executor.target<io_strand>() || executor.target<pool_strand>() || executor.target<any_strand>()) {
+    return {executor, std::move(gate)};
+  }
+  if (auto* io = executor.target<asio::io_context::executor_type>()) {
+    if (gate->single_threaded()) return {executor, std::move(gate)};
+    return {asio::any_io_executor(asio::make_strand(*io)), std::move(gate)};
+  }
+  if (auto* pool = executor.target<asio::thread_pool::executor_type>()) {
+    return {asio::any_io_executor(asio::make_strand(*pool)), std::move(gate)};
+  }
+  return {asio::any_io_executor(asio::make_strand(executor)), std::move(gate)};
+}
+
+task_context::task_context(placement where) : executor_(std::move(where.executor)), gate_(std::move(where.gate)) {
+  if (auto io = io_context_executor_of(executor_)) {
+    work_.emplace<1>(asio::prefer(*io, asio::execution::outstanding_work.tracked));
+  } else {
+    work_.emplace<2>(asio::prefer(inner_executor_of(executor_), asio::execution::outstanding_work.tracked));
+  }
+  gate_->link(*this);
+}
+
+task_context::~task_context() { leave_context(); }
+
+void task_context::throw_if_cancelled() const {
+  if (cancelled()) throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");
+}
+
+void task_context::cancel(asio::cancellation_type type) {
+  cancelled_.store(true, std::memory_order_release);
+  // Holds a reference to the segment, released also if it is destroyed without running.
+  struct emit {
+    task_context* self;
+    asio::cancellation_type type;
+    emit(task_context* s, asio::cancellation_type t) noexcept : self(s), type(t) { self->add_ref(); }
+    emit(emit&& other) noexcept : self(std::exchange(other.self, nullptr)), type(other.type) {}
+    ~emit() {
+      if (self) self->release();
+    }
+    void operator()() { self->cancel_here(type); }
+  } e(this, type);
+  // Only while the segment is alive on its context (its executor is valid until it leaves).
+  gate_->if_linked(*this, [&] { gate_->post(executor_, std::move(e)); });
+}
+
+void task_context::leave_context() noexcept {
+  if (gate_->unlink(*this)) drop_executor();
+}
+
+void task_context::abandon() noexcept {
+  if (auto* wait = std::exchange(external_wait_, nullptr)) wait->abandon();
+  drop_executor();
+}
+
+void task_context::drop_executor() noexcept {
+  work_.emplace<0>();
+  executor_ = asio::any_io_executor();
+}
+
+home_executor home_executor::of(const asio::any_io_executor& executor) noexcept {
+  home_executor home;
+  if (auto io = io_context_executor_of(executor)) {
+    home.executor = *io;
+  } else if (auto* pool = executor.target<asio::thread_pool::executor_type>()) {
+    home.executor = *pool;
+  } else if (auto* strand = executor.target<pool_strand>()) {
+    home.executor = strand->get_inner_executor();
+  }
+  return home;
+}
+
+bool home_executor::running_in_this_thread() const noexcept {
+  return std::visit(
+      [](const auto& e) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(e)>, std::monostate>) {
+          return false;
+        } else {
+          return e.running_in_this_thread();
+        }
+      },
+      executor);
+}
+
+}  // namespace coral::detail
