@@ -4,7 +4,10 @@
 #include <chrono>
 #include <coral/coral.hpp>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace coral_test {
 
@@ -51,5 +54,53 @@ std::thread::id thread_of(const Executor& ex) {
   if (f.wait_for(patience) != std::future_status::ready) throw std::runtime_error("test: executor does not run");
   return f.get();
 }
+
+// "aborted" if `e` is operation_aborted, else its message: what a test records about an await.
+inline std::string outcome_of(const boost::system::system_error& e) {
+  return e.code() == boost::asio::error::operation_aborted ? "aborted" : e.code().message();
+}
+
+// Execution contexts a test can own and destroy while tasks are suspended on them.
+// settle(): returns once the work queued so far has run (the tasks have reached their suspension).
+struct owned_io_context {
+  static constexpr const char* name = "io_context";
+  boost::asio::io_context context;
+  boost::asio::io_context::executor_type get_executor() { return context.get_executor(); }
+  void settle() {
+    context.poll();
+    context.restart();
+  }
+};
+
+struct owned_event_loop {
+  static constexpr const char* name = "event_loop";
+  coral::event_loop loop;
+  coral::event_loop::executor_type get_executor() { return loop.get_executor(); }
+  void settle() {
+    for (int i = 0; i < 2; ++i) thread_of(loop.get_executor());
+  }
+};
+
+// An io_context run by `threads` threads until the object goes away.
+class running_io_context {
+ public:
+  explicit running_io_context(int threads) : work_(context_.get_executor()) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { context_.run(); });
+  }
+  // Stops rather than drains: a test waits for its jobs itself, and a hung task must not hang
+  // the destructor.
+  ~running_io_context() {
+    work_.reset();
+    context_.stop();
+    for (auto& t : threads_) t.join();
+  }
+  boost::asio::io_context::executor_type get_executor() { return context_.get_executor(); }
+  boost::asio::io_context& context() { return context_; }
+
+ private:
+  boost::asio::io_context context_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace coral_test

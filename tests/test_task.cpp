@@ -212,3 +212,153 @@ BOOST_AUTO_TEST_CASE(spawning_a_moved_from_task_throws_logic_error) {
   auto stolen = std::move(t);
   BOOST_CHECK_THROW(coral::spawn(ctx, std::move(t)), std::logic_error);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation is level-triggered: once job.cancel() has been called, the wait in progress and
+// every later suspension point fail with operation_aborted, on every executor kind.
+
+namespace {
+
+coral::task<int, coral::pool_executor> bound_immediate() {
+  co_return 1;
+}
+coral::task<int> inherit_immediate() {
+  co_return 1;
+}
+
+// Completes at once: resume() from after_suspend().
+struct immediate_awaiter : coral::awaiter<int> {
+  void after_suspend() override { resume(1); }
+};
+
+// A foreign awaitable (not a coral type) that completes without suspending.
+struct foreign_ready {
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<>) const noexcept { return false; }
+  int await_resume() const noexcept { return 1; }
+};
+
+#define CORAL_TEST_RECORD(log, what, ...)                              \
+  try {                                                                \
+    __VA_ARGS__;                                                       \
+    log.push_back(std::string(what) + ": completed");                  \
+  } catch (const boost::system::system_error& e) {                     \
+    log.push_back(std::string(what) + ": " + coral_test::outcome_of(e)); \
+  }
+
+// Sleeps until cancelled, then tries every kind of suspension point once and records what each did.
+coral::task<std::vector<std::string>> await_everything_after_cancel(coral::channel<int>& full,
+                                                                     coral::channel<int>& with_room) {
+  std::vector<std::string> log;
+  CORAL_TEST_RECORD(log, "sleep in progress", co_await 1h);
+  CORAL_TEST_RECORD(log, "sleep", co_await 1ms);
+  CORAL_TEST_RECORD(log, "yield", co_await coral::yield());
+  CORAL_TEST_RECORD(log, "use_task timer", {
+    asio::steady_timer timer(co_await coral::this_task::executor, 1ms);
+    co_await timer.async_wait(coral::use_task);
+  });
+  CORAL_TEST_RECORD(log, "channel receive", co_await full.receive());
+  CORAL_TEST_RECORD(log, "channel send", co_await with_room.send(1));
+  CORAL_TEST_RECORD(log, "bound child", co_await bound_immediate());
+  CORAL_TEST_RECORD(log, "on(pool, child)", co_await coral::on(coral::pool_executor{}, inherit_immediate()));
+  CORAL_TEST_RECORD(log, "awaiter<R>", {
+    immediate_awaiter a;
+    co_await a;
+  });
+  CORAL_TEST_RECORD(log, "foreign awaitable", co_await foreign_ready{});
+  CORAL_TEST_RECORD(log, "future", {
+    std::promise<int> never;
+    co_await coral::as_awaiter(never.get_future());
+  });
+  CORAL_TEST_RECORD(log, "sleep again", co_await 1ms);
+  co_return log;
+}
+
+template <class Executor>
+void check_every_suspension_fails_after_cancel(Executor ex, const char* kind) {
+  BOOST_TEST_CONTEXT("executor: " << kind) {
+    coral::channel<int> full(1), with_room(1);
+    BOOST_TEST(full.try_send(7));
+    auto j = coral::spawn(ex, await_everything_after_cancel(full, with_room));
+    j.cancel();
+    const std::vector<std::string> expected{
+        "sleep in progress: aborted", "sleep: aborted",      "yield: aborted",
+        "use_task timer: aborted",    "channel receive: aborted", "channel send: aborted",
+        "bound child: aborted",       "on(pool, child): aborted", "awaiter<R>: aborted",
+        "foreign awaitable: aborted", "future: aborted",     "sleep again: aborted"};
+    BOOST_TEST(get_within(j) == expected, boost::test_tools::per_element());
+    BOOST_TEST(full.size() == 1u);       // the aborted receive consumed nothing
+    BOOST_TEST(with_room.size() == 0u);  // the aborted send delivered nothing
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(after_cancel_every_suspension_point_fails_with_operation_aborted_on_every_executor) {
+  {
+    coral::event_loop loop;
+    check_every_suspension_fails_after_cancel(loop.get_executor(), "event_loop");
+  }
+  {
+    running_io_context ctx(2);
+    check_every_suspension_fails_after_cancel(ctx.get_executor(), "io_context, 2 threads");
+  }
+  {
+    asio::thread_pool pool(2);
+    check_every_suspension_fails_after_cancel(asio::make_strand(pool.get_executor()), "strand over thread_pool");
+  }
+  check_every_suspension_fails_after_cancel(coral::loop_executor{}, "loop_executor");
+  check_every_suspension_fails_after_cancel(coral::pool_executor{}, "pool_executor");
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_task_that_catches_operation_aborted_keeps_running_and_fails_again) {
+  coral::event_loop loop;
+  std::promise<void> sleeping;
+  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<int> {
+    asio::post(loop.get_executor(), [&] { sleeping.set_value(); });
+    int aborted = 0;
+    for (int i = 0; i < 5; ++i) {
+      try {
+        co_await (i % 2 == 0 ? coral::sleep_for(1h) : coral::sleep_for(1ms));
+      } catch (const boost::system::system_error& e) {
+        aborted += e.code() == asio::error::operation_aborted;
+      }
+      try {
+        co_await coral::yield();
+      } catch (const boost::system::system_error& e) {
+        aborted += e.code() == asio::error::operation_aborted;
+      }
+    }
+    co_return aborted;  // the task is still running: it got here after ten failed awaits
+  });
+  BOOST_TEST_REQUIRE((sleeping.get_future().wait_for(patience) == std::future_status::ready));
+  j.cancel();
+  BOOST_TEST(get_within(j) == 10);
+}
+
+#if __has_include(<coral/non_cancellable.hpp>)
+BOOST_AUTO_TEST_CASE(a_cancelled_task_can_still_await_cleanup_in_a_non_cancellable_scope) {
+  coral::event_loop loop;
+  auto cleanup = []() -> coral::task<int> {
+    co_await 1ms;
+    co_await coral::yield();
+    co_return 7;
+  };
+  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<std::string> {
+    try {
+      co_await 1h;
+    } catch (const boost::system::system_error& e) {
+      if (e.code() != asio::error::operation_aborted) co_return "sleep: " + e.code().message();
+    }
+    int v = co_await coral::non_cancellable(cleanup());
+    try {
+      co_await coral::yield();  // outside the scope the task is still cancelled
+    } catch (const boost::system::system_error& e) {
+      co_return "cleanup " + std::to_string(v) + ", then " + outcome_of(e);
+    }
+    co_return "cleanup " + std::to_string(v) + ", then completed";
+  });
+  j.cancel();
+  BOOST_TEST(get_within(j) == "cleanup 7, then aborted");
+}
+#endif
