@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
+#include <random>
 #include <string>
 
 #include "test_support.hpp"
@@ -194,4 +195,121 @@ BOOST_AUTO_TEST_CASE(a_foreign_awaitable_resuming_on_its_own_thread_is_brought_b
   };
   BOOST_TEST(get_within(coral::spawn(loop.get_executor(), t())));
   foreign.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation reaches awaiter<R>, foreign awaitables and futures.
+
+namespace {
+
+// Parks the task until someone calls complete(v); tells `suspended` when it has.
+struct parked_value : coral::awaiter<int> {
+  std::promise<void> suspended;
+  void after_suspend() override { suspended.set_value(); }
+  void complete(int v) { resume(v); }
+};
+
+// A foreign awaitable that declines to suspend (bool await_suspend returning false).
+struct declines_to_suspend {
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<>) const noexcept { return false; }
+  int await_resume() const noexcept { return 1; }
+};
+
+// A foreign awaitable that resumes the coroutine at once by returning its handle.
+struct resumes_at_once {
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const noexcept { return h; }
+  int await_resume() const noexcept { return 1; }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_awaiter_completed_after_its_task_was_cancelled_fails_with_operation_aborted) {
+  coral::event_loop loop;
+  running_io_context two_threads(2);
+  auto check = [](auto ex, const char* kind) {
+    BOOST_TEST_CONTEXT("executor: " << kind) {
+      parked_value a;
+      auto j = coral::spawn(ex, [&]() -> coral::task<int> { co_return co_await a; });
+      BOOST_TEST_REQUIRE((a.suspended.get_future().wait_for(patience) == std::future_status::ready));
+      j.cancel();
+      a.complete(5);  // checked after resuming: the value is not handed to a cancelled task
+      BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+    }
+  };
+  check(loop.get_executor(), "event_loop");
+  check(two_threads.get_executor(), "io_context, 2 threads");
+  check(coral::pool_executor{}, "pool_executor");
+}
+
+BOOST_AUTO_TEST_CASE(a_foreign_awaitable_resumed_after_its_task_was_cancelled_fails_with_operation_aborted) {
+  coral::event_loop loop;
+  std::promise<std::coroutine_handle<>> mailbox;
+  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<int> { co_return co_await resume_on_a_thread{&mailbox}; });
+  auto handle = mailbox.get_future();
+  BOOST_TEST_REQUIRE((handle.wait_for(patience) == std::future_status::ready));
+  j.cancel();
+  handle.get().resume();  // from this (foreign) thread, as the awaitable would
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_task_waiting_on_a_future_always_ends_it_with_operation_aborted) {
+  // The future's poll timer re-armed itself after a cancellation that landed between two polls.
+  coral::event_loop loop;
+  std::mt19937 rng(20240611);
+  std::uniform_int_distribution<int> delay_us(0, 2000);
+  for (int i = 0; i < 200; ++i) {
+    std::promise<int> never;
+    auto j = coral::spawn(loop.get_executor(), [f = never.get_future()]() mutable -> coral::task<int> {
+      co_return co_await coral::as_awaiter(std::move(f));
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));  // a random moment, not a wait
+    j.cancel();
+    const bool ended = j.wait_for(patience);
+    BOOST_TEST_REQUIRE(ended, "iteration " << i << ": the cancelled task still waits on its future");
+    BOOST_TEST_REQUIRE(failure_of(j) == asio::error::operation_aborted, "iteration " << i);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_million_foreign_awaits_that_decline_to_suspend_keep_the_stack_flat) {
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, []() -> coral::task<long> {
+    long sum = 0;
+    for (int i = 0; i < 1'000'000; ++i) sum += co_await declines_to_suspend{};
+    co_return sum;
+  });
+  ctx.run();
+  BOOST_TEST(j.get_result() == 1'000'000);
+}
+
+BOOST_AUTO_TEST_CASE(a_million_foreign_awaits_that_resume_by_returning_the_handle_keep_the_stack_flat) {
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, []() -> coral::task<long> {
+    long sum = 0;
+    for (int i = 0; i < 1'000'000; ++i) sum += co_await resumes_at_once{};
+    co_return sum;
+  });
+  ctx.run();
+  BOOST_TEST(j.get_result() == 1'000'000);
+}
+
+// Shutdown: an awaiter<R> living outside the task keeps nothing of a destroyed context alive.
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_awaiter_resumed_after_its_context_was_destroyed_frees_the_task_and_touches_nothing,
+                              Context, owned_contexts) {
+  auto outside = std::make_unique<parked_value>();
+  coral::job<int> j;
+  {
+    Context ctx;
+    j = coral::spawn(ctx.get_executor(), [&]() -> coral::task<int> {
+      lifetime l;
+      co_return co_await *outside;
+    });
+    ctx.settle();
+    BOOST_TEST_REQUIRE((outside->suspended.get_future().wait_for(patience) == std::future_status::ready));
+    BOOST_TEST(lifetime::alive == 1);
+  }
+  outside->complete(5);  // must neither crash nor post to the dead context
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(lifetime::alive == 0);
 }

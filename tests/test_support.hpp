@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace coral_test {
@@ -80,6 +81,9 @@ struct owned_event_loop {
     for (int i = 0; i < 2; ++i) thread_of(loop.get_executor());
   }
 };
+
+#define CORAL_TEST_OWNED_CONTEXTS
+using owned_contexts = std::tuple<owned_io_context, owned_event_loop>;
 
 // An io_context run by `threads` threads until the object goes away.
 class running_io_context {
