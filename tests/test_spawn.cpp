@@ -7,7 +7,11 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <fstream>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -295,4 +299,142 @@ BOOST_AUTO_TEST_CASE(the_completion_handlers_cancellation_slot_cancels_the_task)
   asio::post(ctx, [&] { signal.emit(asio::cancellation_type::terminal); });
   ctx.run_for(patience);
   BOOST_TEST(outcome == asio::error::operation_aborted);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(a_callable_that_throws_before_making_its_task_throws_from_spawn_and_leaves_nothing_behind) {
+  asio::io_context ctx;
+  auto make = [l = lifetime{}]() -> coral::task<int> { throw std::runtime_error("no task today"); };
+  BOOST_CHECK_THROW(coral::spawn(ctx, make), std::runtime_error);
+  BOOST_TEST(lifetime::alive == 1);  // only `make` itself: spawn's copy of it is gone
+  // Nothing is left counting as work on the context: run() returns.
+  auto run = std::async(std::launch::async, [&] { return ctx.run(); });
+  const bool returned = run.wait_for(patience) == std::future_status::ready;
+  if (!returned) ctx.stop();
+  BOOST_TEST(returned, "io_context::run() did not return: the failed spawn left work behind");
+}
+
+#if __has_include(<coral/non_cancellable.hpp>)
+BOOST_AUTO_TEST_CASE(spawn_accepts_an_event_loop_directly) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::thread::id> {
+    co_await 1ms;
+    co_return std::this_thread::get_id();
+  });
+  BOOST_TEST((get_within(j) == loop.thread_id()));
+}
+#endif
+
+BOOST_AUTO_TEST_CASE(a_completion_handlers_slot_is_only_used_on_its_executor_while_a_pool_task_completes) {
+  // The handler (bound to ctx) and its cancellation signal live on ctx's thread; the task runs on
+  // the pool and ends there, racing with emit() on ctx's thread.
+  running_io_context ctx(1);
+  std::mt19937 rng(4242);
+  int aborted = 0, completed = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto signal = std::make_shared<asio::cancellation_signal>();
+    auto outcome = std::make_shared<std::promise<std::string>>();
+    const int yields = static_cast<int>(rng() % 3);
+    const auto sleep = std::chrono::microseconds(rng() % 100);
+    const auto emit_after = std::chrono::microseconds(rng() % 300);
+    asio::post(ctx.get_executor(), [&, signal, outcome, yields, sleep, emit_after] {
+      auto handler = [outcome](std::exception_ptr e, int v) {
+        try {
+          if (e) std::rethrow_exception(e);
+          outcome->set_value(v == 1 ? "completed" : "wrong value");
+        } catch (const boost::system::system_error& error) {
+          outcome->set_value(outcome_of(error));
+        } catch (...) {
+          outcome->set_value("other exception");
+        }
+      };
+      coral::spawn(
+          coral::pool_executor{},
+          [](int yields, std::chrono::microseconds sleep) -> coral::task<int> {
+            for (int y = 0; y < yields; ++y) co_await coral::yield();
+            co_await sleep;
+            co_return 1;
+          }(yields, sleep),
+          asio::bind_cancellation_slot(signal->slot(), asio::bind_executor(ctx.get_executor(), std::move(handler))));
+      auto timer = std::make_shared<asio::steady_timer>(ctx.get_executor(), emit_after);
+      timer->async_wait([signal, timer](boost::system::error_code) { signal->emit(asio::cancellation_type::terminal); });
+    });
+    auto f = outcome->get_future();
+    BOOST_TEST_REQUIRE((f.wait_for(patience) == std::future_status::ready), "iteration " << i);
+    const auto r = f.get();
+    BOOST_TEST_REQUIRE((r == "completed" || r == "aborted"), "iteration " << i << ": " << r);
+    (r == "completed" ? completed : aborted)++;
+  }
+  BOOST_TEST_MESSAGE("completed " << completed << ", aborted " << aborted);
+}
+
+// Shutdown: destroying a context frees the frames of tasks suspended on it, whatever they wait on.
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_timer_or_a_socket, Context, owned_contexts) {
+  using tcp = asio::ip::tcp;
+  coral::job<> sleeper, reader;
+  {
+    Context ctx;
+    tcp::acceptor acceptor(ctx.get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::socket client(ctx.get_executor());
+    client.connect(acceptor.local_endpoint());
+    tcp::socket server = acceptor.accept();
+    // The client end lives in the sleeper's frame: it goes away with the context, not before
+    // (closing it earlier would complete the read with eof).
+    sleeper = coral::spawn(ctx.get_executor(), [](tcp::socket) -> coral::task<> {
+      lifetime l;
+      co_await 1h;
+    }(std::move(client)));
+    reader = coral::spawn(ctx.get_executor(), [](tcp::socket s) -> coral::task<> {
+      lifetime l;
+      char byte;
+      co_await s.async_read_some(asio::buffer(&byte, 1), coral::use_task);  // nobody writes
+    }(std::move(server)));
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 2);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(failure_of(sleeper) == asio::error::operation_aborted);
+  BOOST_TEST(failure_of(reader) == asio::error::operation_aborted);
+}
+
+namespace {
+// Frames of the awaiting task, counted apart from its child's.
+struct parent_lifetime {
+  static inline std::atomic<int> alive{0};
+  parent_lifetime() { ++alive; }
+  ~parent_lifetime() { --alive; }
+};
+// Tells when the frame holding it is destroyed.
+struct on_destroy {
+  std::promise<void>* destroyed;
+  ~on_destroy() { destroyed->set_value(); }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_whose_task_awaits_a_pool_child_frees_the_task_and_the_child_leaves_it_alone,
+                              Context, owned_contexts) {
+  coral::job<int> j;
+  std::promise<void> child_started, child_destroyed;
+  {
+    Context ctx;
+    j = coral::spawn(ctx.get_executor(), [&]() -> coral::task<int> {
+      parent_lifetime p;
+      co_return co_await [](std::promise<void>& started, std::promise<void>& destroyed) -> coral::task<int, coral::pool_executor> {
+        on_destroy d{&destroyed};
+        lifetime l;
+        started.set_value();
+        co_await 20ms;  // completes after the context is gone
+        co_return 1;
+      }(child_started, child_destroyed);
+    });
+    ctx.settle();
+    BOOST_TEST_REQUIRE((child_started.get_future().wait_for(patience) == std::future_status::ready));
+    BOOST_TEST(parent_lifetime::alive == 1);
+  }
+  BOOST_TEST(parent_lifetime::alive == 0);
+  // The child's completion must not touch the dead context (ASan); the job fails.
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST_REQUIRE((child_destroyed.get_future().wait_for(patience) == std::future_status::ready));
+  BOOST_TEST(lifetime::alive == 0);
 }
