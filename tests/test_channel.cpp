@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE coral channel
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -287,4 +288,203 @@ BOOST_AUTO_TEST_CASE(plain_asio_code_and_coral_tasks_share_a_channel) {
   auto future = ch.async_receive(asio::use_future);
   get_within(coral::spawn(ex, [&]() -> coral::task<> { co_await ch.async_send(7, coral::use_task); }));
   BOOST_TEST(future.get() == 7);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Asio's completion rules: a handler never runs inside the initiating call.
+
+BOOST_AUTO_TEST_CASE(async_receive_and_async_send_never_run_the_handler_inside_the_initiating_call) {
+  asio::io_context ctx(1);
+  coral::channel<int> ch(1);
+  BOOST_TEST(ch.try_send(1));
+  struct record {
+    bool ran = false;
+    bool inside = false;
+  } bound_receive, bound_send;
+  asio::post(ctx, [&] {  // on the handler's executor, with a value ready / room to send
+    bool returned = false;
+    ch.async_receive(asio::bind_executor(ctx, [&](boost::system::error_code e, int v) {
+      bound_receive.ran = !e && v == 1;
+      bound_receive.inside = !returned;
+    }));
+    returned = true;
+  });
+  asio::post(ctx, [&] {
+    bool returned = false;
+    ch.async_send(2, asio::bind_executor(ctx, [&](boost::system::error_code e) {
+      bound_send.ran = !e;
+      bound_send.inside = !returned;
+    }));
+    returned = true;
+  });
+  ctx.run();
+  BOOST_TEST(bound_receive.ran);
+  BOOST_TEST(!bound_receive.inside, "async_receive ran its handler inside the call");
+  BOOST_TEST(bound_send.ran);
+  BOOST_TEST(!bound_send.inside, "async_send ran its handler inside the call");
+
+  // A handler with no associated executor, from a plain thread.
+  std::atomic<bool> returned{false};
+  std::promise<bool> inside;
+  ch.async_receive([&](boost::system::error_code, int) { inside.set_value(!returned.load()); });
+  returned = true;
+  auto f = inside.get_future();
+  BOOST_TEST_REQUIRE((f.wait_for(patience) == std::future_status::ready));
+  BOOST_TEST(!f.get(), "async_receive ran an executor-less handler inside the call");
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_receive_loop_over_a_hundred_thousand_buffered_values_keeps_the_stack_flat) {
+  constexpr int total = 100'000;
+  asio::io_context ctx(1);
+  coral::channel<int> ch(total);
+  for (int i = 0; i < total; ++i) BOOST_TEST_REQUIRE(ch.try_send(i));
+  struct loop_state {
+    coral::channel<int>& ch;
+    asio::io_context& ctx;
+    long long sum = 0;
+    int received = 0;
+    int ran_inside = 0;
+    bool in_call = false;
+  } s{ch, ctx};
+  struct receive_next {
+    loop_state* s;
+    void start() const {
+      s->in_call = true;
+      s->ch.async_receive(asio::bind_executor(s->ctx, *this));
+      s->in_call = false;
+    }
+    void operator()(boost::system::error_code e, int v) const {
+      if (s->in_call) ++s->ran_inside;
+      if (e) return;
+      s->sum += v;
+      if (++s->received < total) start();
+    }
+  };
+  asio::post(ctx, [&] { receive_next{&s}.start(); });
+  ctx.run();
+  BOOST_TEST(s.received == total);
+  BOOST_TEST(s.sum == static_cast<long long>(total) * (total - 1) / 2);
+  BOOST_TEST(s.ran_inside == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(move_assigning_over_a_channel_with_waiters_closes_it) {
+  coral::event_loop loop;
+  coral::channel<int> ch(0);
+  coral::channel<counted> ch2(0);
+  std::promise<void> waiting;
+  auto receiver = coral::spawn(loop.get_executor(), [&]() -> coral::task<std::string> {
+    lifetime l;
+    try {
+      co_await ch.receive();
+    } catch (const coral::channel_closed&) {
+      co_return "closed";
+    }
+    co_return "received";
+  });
+  auto sender = coral::spawn(loop.get_executor(), [&]() -> coral::task<std::string> {
+    asio::post(loop.get_executor(), [&] { waiting.set_value(); });  // runs once both wait
+    try {
+      co_await ch2.send(counted(1));
+    } catch (const coral::channel_closed&) {
+      co_return "closed";
+    }
+    co_return "sent";
+  });
+  BOOST_TEST_REQUIRE((waiting.get_future().wait_for(patience) == std::future_status::ready));
+  ch = coral::channel<int>(1);
+  ch2 = coral::channel<counted>(1);
+  BOOST_TEST(get_within(receiver) == "closed");
+  BOOST_TEST(get_within(sender) == "closed");
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(ch.try_send(3));  // the new channel works
+}
+
+namespace {
+// A value whose move throws while `fail` is set.
+struct fragile : lifetime {
+  static inline std::atomic<bool> fail{false};
+  int value;
+  explicit fragile(int v) : value(v) {}
+  fragile(fragile&& other) : lifetime(), value(other.value) {
+    if (fail) throw std::runtime_error("fragile: move failed");
+  }
+  fragile& operator=(fragile&& other) {
+    if (fail) throw std::runtime_error("fragile: move failed");
+    value = other.value;
+    return *this;
+  }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_send_whose_move_throws_keeps_its_value_and_the_waiting_receiver_stays_queued) {
+  coral::event_loop loop;
+  coral::channel<fragile> ch(0);
+  std::promise<void> waiting;
+  auto receiver = coral::spawn(loop.get_executor(), [&]() -> coral::task<int> {
+    asio::post(loop.get_executor(), [&] { waiting.set_value(); });
+    co_return (co_await ch.receive()).value;
+  });
+  BOOST_TEST_REQUIRE((waiting.get_future().wait_for(patience) == std::future_status::ready));
+  {
+    fragile first(1), second(2);
+    fragile::fail = true;
+    BOOST_CHECK_THROW(ch.try_send(first), std::runtime_error);
+    fragile::fail = false;
+    BOOST_TEST(first.value == 1);  // still the sender's
+    const bool handed_on = ch.try_send(second);
+    BOOST_TEST_REQUIRE(handed_on, "the receiver was dropped from the queue by the failed hand-over");
+  }
+  BOOST_TEST(get_within(receiver) == 2);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_receive_whose_move_throws_leaves_the_waiting_sender_queued_with_its_value) {
+  coral::event_loop loop;
+  coral::channel<fragile> ch(0);
+  std::promise<void> waiting;
+  auto sender = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    fragile v(1);
+    asio::post(loop.get_executor(), [&] { waiting.set_value(); });
+    co_await ch.send(std::move(v));
+  });
+  BOOST_TEST_REQUIRE((waiting.get_future().wait_for(patience) == std::future_status::ready));
+  fragile::fail = true;
+  BOOST_CHECK_THROW(ch.try_receive(), std::runtime_error);
+  fragile::fail = false;
+  auto v = ch.try_receive();
+  BOOST_TEST_REQUIRE(v.has_value(), "the sender was dropped from the queue by the failed hand-over");
+  BOOST_TEST(v->value == 1);
+  get_within(sender);
+  v.reset();
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+// Shutdown: a task waiting on a channel goes away with its context, and a later close() does not
+// touch the dead context.
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_channel_and_a_later_close_leaves_it_alone,
+                              Context, owned_contexts) {
+  coral::channel<int> ch(0);
+  coral::channel<counted> full(0);
+  coral::job<int> receiver;
+  coral::job<> sender;
+  {
+    Context ctx;
+    receiver = coral::spawn(ctx.get_executor(), [&]() -> coral::task<int> {
+      lifetime l;
+      co_return co_await ch.receive();
+    });
+    sender = coral::spawn(ctx.get_executor(), [&]() -> coral::task<> {
+      lifetime l;
+      co_await full.send(counted(1));
+    });
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 3);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  ch.close();
+  full.close();
+  BOOST_TEST(failure_of(receiver) == asio::error::operation_aborted);
+  BOOST_TEST(failure_of(sender) == asio::error::operation_aborted);
 }
