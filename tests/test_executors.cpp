@@ -3,6 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <mutex>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -121,4 +122,67 @@ BOOST_AUTO_TEST_CASE(an_event_loop_cannot_join_itself) {
   BOOST_TEST(threw.get_future().get());
   loop.stop();
   loop.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation across executors: the parent's cancellation reaches a child on another executor
+// through that executor (no slot touched from two threads).
+
+namespace {
+
+coral::task<void, coral::pool_executor> tick_forever_on_the_pool() {
+  lifetime l;
+  for (;;) co_await 1ms;
+}
+
+template <class Executor>
+void cancel_reaches_a_pool_child(Executor ex, const char* kind, unsigned seed) {
+  BOOST_TEST_CONTEXT("executor: " << kind) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> delay_us(0, 3000);
+    for (int i = 0; i < 100; ++i) {
+      auto j = coral::spawn(ex, []() -> coral::task<> {
+        lifetime l;
+        co_await tick_forever_on_the_pool();
+      });
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));  // a random moment, not a wait
+      std::thread canceller([&] { j.cancel(); });
+      canceller.join();
+      BOOST_TEST_REQUIRE(failure_of(j) == asio::error::operation_aborted, "iteration " << i);
+    }
+    BOOST_TEST(lifetime::alive == 0);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(cancelling_a_task_whose_child_runs_on_the_pool_reaches_the_child) {
+  {
+    running_io_context ctx(1);
+    cancel_reaches_a_pool_child(ctx.get_executor(), "io_context, 1 thread", 1);
+  }
+  {
+    running_io_context ctx(2);
+    cancel_reaches_a_pool_child(ctx.get_executor(), "io_context, 2 threads", 2);
+  }
+  {
+    coral::event_loop loop;
+    cancel_reaches_a_pool_child(loop.get_executor(), "event_loop", 3);
+  }
+  cancel_reaches_a_pool_child(coral::loop_executor{}, "loop_executor", 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_finished_job_leaves_nothing_running_so_its_event_loop_can_be_destroyed_at_once) {
+  // "Done is done": once wait() returns, no thread still touches the task's state or context.
+  for (int i = 0; i < 500; ++i) {
+    coral::job<int> j;
+    {
+      coral::event_loop loop;
+      j = coral::spawn(loop.get_executor(), []() -> coral::task<int> {
+        co_return co_await []() -> coral::task<int, coral::pool_executor> { co_return 1; }();
+      });
+      BOOST_TEST_REQUIRE(j.wait_for(patience), "iteration " << i);
+    }
+    BOOST_TEST_REQUIRE(j.get_result() == 1);
+  }
 }

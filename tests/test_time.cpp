@@ -119,3 +119,35 @@ BOOST_AUTO_TEST_CASE(scheduler_cancel_and_close_prevent_work) {
   get_within(coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 60ms; }));
   BOOST_TEST(ran == 0);
 }
+
+BOOST_AUTO_TEST_CASE(scheduler_on_a_thread_pool_is_cancelled_and_closed_from_other_threads_without_a_race) {
+  // The timers of a scheduler on a multi-threaded executor were touched from several threads at
+  // once; and work could still start after close() had returned.
+  for (int round = 0; round < 20; ++round) {
+    asio::thread_pool pool(2);
+    coral::scheduler s(pool.get_executor());
+    std::atomic<int> ticks{0};
+    std::atomic<bool> closed{false};
+    std::atomic<int> started_after_close{0};
+    std::promise<void> ticking;
+    std::atomic<bool> told{false};
+    auto tick = [&] {
+      if (closed) ++started_after_close;
+      if (++ticks == 10 && !told.exchange(true)) ticking.set_value();
+    };
+    auto a = s.every(100us, tick);
+    auto b = s.every(150us, tick);
+    s.every(50us, tick);
+    BOOST_TEST_REQUIRE((ticking.get_future().wait_for(patience) == std::future_status::ready));
+    std::thread canceller([&] {
+      a.cancel();
+      b.cancel();
+    });
+    s.close();
+    closed = true;
+    canceller.join();
+    // Long enough for dozens of periods: nothing may start any more.
+    get_within(coral::spawn(pool.get_executor(), []() -> coral::task<> { co_await 10ms; }));
+    BOOST_TEST(started_after_close == 0, "round " << round);
+  }
+}
