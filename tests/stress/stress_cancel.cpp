@@ -1,0 +1,179 @@
+#define BOOST_TEST_MODULE coral cancellation stress
+#include <algorithm>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/test/unit_test.hpp>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../test_support.hpp"
+
+// Tasks on a mix of executors wait on sleeps, channel sends and receives, a socket read and
+// children on other executors; another thread cancels them at random moments. Every job must end
+// (normally or with operation_aborted) within patience, every channel value must be accounted for
+// exactly once, and every frame and value must be freed.
+
+using namespace coral_test;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+struct item : lifetime {
+  long id = 0;
+  item() = default;
+  explicit item(long i) : id(i) {}
+};
+
+coral::task<int> sleepy(int rounds) {
+  lifetime l;
+  for (int i = 0; i < rounds; ++i) co_await 1ms;
+  co_return rounds;
+}
+
+coral::task<int, coral::pool_executor> sleepy_on_pool(int rounds) {
+  lifetime l;
+  for (int i = 0; i < rounds; ++i) co_await 1ms;
+  co_return rounds;
+}
+
+enum class work { sleep, receive, send, socket_read, child_on, bound_child, yield_loop, count };
+const char* const work_names[] = {"sleep", "receive", "send", "socket read", "child via on()", "bound pool child", "yields"};
+
+struct round_state {
+  coral::channel<item> ch;
+  std::vector<std::vector<long>> sent, received;  // per task; read only after the task ended
+  explicit round_state(std::size_t capacity, std::size_t tasks) : ch(capacity), sent(tasks), received(tasks) {}
+};
+
+coral::task<int> body(work w, int index, round_state& st, asio::any_io_executor other, std::shared_ptr<tcp::socket> socket,
+                      int amount) {
+  lifetime l;
+  switch (w) {
+    case work::sleep:
+      for (int i = 0; i < amount; ++i) co_await 1ms;
+      co_return amount;
+    case work::receive:
+      for (int i = 0; i < amount; ++i) {
+        item v = co_await st.ch.receive();
+        st.received[index].push_back(v.id);
+      }
+      co_return amount;
+    case work::send:
+      for (int i = 0; i < amount; ++i) {
+        const long id = index * 1000L + i;
+        co_await st.ch.send(item(id));
+        st.sent[index].push_back(id);
+      }
+      co_return amount;
+    case work::socket_read: {
+      char byte = 0;
+      std::size_t n = co_await socket->async_read_some(asio::buffer(&byte, 1), coral::use_task);
+      co_return static_cast<int>(n);
+    }
+    case work::child_on:
+      co_return co_await coral::on(other, sleepy(amount));
+    case work::bound_child:
+      co_return co_await sleepy_on_pool(amount);
+    case work::yield_loop:
+      for (int i = 0; i < amount * 20; ++i) co_await coral::yield();
+      co_return amount;
+    case work::count:
+      break;
+  }
+  co_return -1;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(random_cancellation_across_executors_ends_every_job_and_loses_nothing) {
+  const int rounds = 8;
+  const int tasks_per_round = 36;
+  for (int round = 0; round < rounds; ++round) {
+    std::mt19937 rng(1000 + round);
+    running_io_context io(2);
+    asio::thread_pool pool(2);
+    coral::event_loop loop;
+    std::vector<std::pair<std::string, asio::any_io_executor>> executors{
+        {"io_context, 2 threads", io.get_executor()},
+        {"thread_pool", pool.get_executor()},
+        {"strand over thread_pool", asio::make_strand(pool.get_executor())},
+        {"pool_executor", coral::pool_executor{}},
+        {"new_thread_executor", coral::new_thread_executor{}},
+        {"event_loop", loop.get_executor()},
+    };
+    const std::size_t capacity = std::vector<std::size_t>{0, 1, 4}[round % 3];
+    round_state st(capacity, tasks_per_round);
+    tcp::acceptor acceptor(io.get_executor(), {asio::ip::make_address("127.0.0.1"), 0});
+    std::vector<tcp::socket> peers;
+
+    struct spawned {
+      coral::job<int> job;
+      std::string what;
+    };
+    std::vector<spawned> jobs;
+    for (int i = 0; i < tasks_per_round; ++i) {
+      const auto w = static_cast<work>(rng() % static_cast<unsigned>(work::count));
+      const auto& [ex_name, ex] = executors[rng() % executors.size()];
+      const auto& other = executors[rng() % executors.size()].second;
+      const int amount = 1 + static_cast<int>(rng() % 8);
+      std::shared_ptr<tcp::socket> socket;
+      if (w == work::socket_read) {
+        peers.emplace_back(io.get_executor());
+        peers.back().connect(acceptor.local_endpoint());
+        socket = std::make_shared<tcp::socket>(acceptor.accept());
+        if (rng() % 2) asio::write(peers.back(), asio::buffer("x", 1));  // this one can complete
+      }
+      jobs.push_back({coral::spawn(ex, body(w, i, st, other, std::move(socket), amount)),
+                      std::string(work_names[static_cast<int>(w)]) + " on " + ex_name});
+    }
+
+    // Cancel a random half at random moments from another thread, then everything still running.
+    std::thread canceller([&, seed = rng()] {
+      std::mt19937 r(seed);
+      std::vector<std::size_t> order(jobs.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), r);
+      for (std::size_t k = 0; k < order.size() / 2; ++k) {
+        std::this_thread::sleep_for(std::chrono::microseconds(r() % 1500));  // a random moment, not a wait
+        jobs[order[k]].job.cancel();
+      }
+    });
+    canceller.join();
+    for (auto& j : jobs) j.job.cancel();
+
+    std::map<std::string, int> outcomes;
+    for (auto& j : jobs) {
+      BOOST_TEST_CONTEXT("round " << round << ": " << j.what) {
+        const bool ended = j.job.wait_for(patience);
+        BOOST_TEST_REQUIRE(ended, "the job did not end after cancel()");
+        try {
+          j.job.get_result();
+          ++outcomes["completed"];
+        } catch (const boost::system::system_error& e) {
+          BOOST_TEST(outcome_of(e) == "aborted");
+          ++outcomes[outcome_of(e)];
+        } catch (const std::exception& e) {
+          BOOST_ERROR("unexpected exception: " << e.what());
+        }
+      }
+    }
+    BOOST_TEST_MESSAGE("round " << round << ": completed " << outcomes["completed"] << ", aborted "
+                                << outcomes["aborted"]);
+
+    // Every value reported sent was received exactly once or is still in the channel.
+    std::vector<long> sent, received;
+    for (auto& s : st.sent) sent.insert(sent.end(), s.begin(), s.end());
+    for (auto& r : st.received) received.insert(received.end(), r.begin(), r.end());
+    st.ch.close();
+    while (auto v = st.ch.try_receive()) received.push_back(v->id);
+    std::sort(sent.begin(), sent.end());
+    std::sort(received.begin(), received.end());
+    BOOST_TEST(received == sent, boost::test_tools::per_element());
+
+    peers.clear();
+  }
+  BOOST_TEST(lifetime::alive == 0);
+}
