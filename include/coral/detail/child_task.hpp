@@ -80,13 +80,13 @@ class child_segment_awaiter : public external_wait {
       }
     } guard{frame};
     task_context& parent_context = parent.promise().context();
-    parent_context.throw_if_cancelled();
+    if (forward_cancel) parent_context.throw_if_cancelled();
     const bool here = executor == parent_context.executor();
     auto* state = new child_job_state<T>(place(executor));
     state->attach(std::exchange(guard.f, nullptr));
     state_ = state;
     state->add_ref();  // this awaiter's
-    state->parent.suspend(parent);
+    state->parent.keep(parent);
     parent_context_ = &parent_context;
     forward_ = forward_cancel;
     if (forward_) parent_context.slot().template emplace<forward_cancellation>(context_ref(state));

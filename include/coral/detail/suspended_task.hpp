@@ -29,8 +29,13 @@ class suspended_task {
 
   template <class Promise>
   void suspend(std::coroutine_handle<Promise> coroutine) {
+    coroutine.promise().context().throw_if_cancelled();
+    keep(coroutine);
+  }
+  // As suspend(), without the cancellation check (a wait the task's cancellation does not reach).
+  template <class Promise>
+  void keep(std::coroutine_handle<Promise> coroutine) {
     task_context& context = coroutine.promise().context();
-    context.throw_if_cancelled();
     context_ = &context;
     coroutine_ = coroutine;
     keep_ = keep_alive(&context);
