@@ -1,5 +1,8 @@
 // await_immediate: awaiting a child that completes without suspending.
 // yield: re-queueing the coroutine on a single-threaded io_context.
+// spawn_pool: spawning short tasks (each awaits one child and returns) on a 2-thread thread_pool
+// and joining them all: what coral's strand per task on a multi-threaded executor costs.
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -7,6 +10,7 @@
 #include <coral/coral.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 
 #include "await_workload.hpp"
 #include "report.hpp"
@@ -24,6 +28,35 @@ asio::awaitable<void> asio_yield_loop(long n) {
   for (long i = 0; i < n; ++i) co_await asio::post(ex, asio::use_awaitable);
 }
 
+coral::task<int> coral_short_child(int v) {
+  co_return v + 1;
+}
+coral::task<int> coral_short_task(int v) {
+  co_return co_await coral_short_child(v);
+}
+asio::awaitable<int> asio_short_child(int v) {
+  co_return v + 1;
+}
+asio::awaitable<int> asio_short_task(int v) {
+  co_return co_await asio_short_child(v);
+}
+
+// Spawns n tasks on a 2-thread pool through `spawn_one(pool, on_done)` and waits for every
+// completion handler.
+template <class Spawn>
+void spawn_and_join(long n, Spawn spawn_one) {
+  asio::thread_pool pool(2);
+  std::atomic<long> left{n};
+  std::promise<void> all_done;
+  auto on_done = [&](std::exception_ptr e, int) {
+    if (e) std::abort();
+    if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done.set_value();
+  };
+  for (long i = 0; i < n; ++i) spawn_one(pool, on_done);
+  all_done.get_future().wait();
+  pool.join();
+}
+
 template <class F>
 double ns_per_op(long n, F run) {
   auto start = clock_type::now();
@@ -36,9 +69,11 @@ double ns_per_op(long n, F run) {
 int main(int argc, char** argv) {
   const long awaits = argc > 1 ? std::atol(argv[1]) : 10'000'000;
   const long yields = argc > 2 ? std::atol(argv[2]) : 2'000'000;
+  const long spawns = argc > 3 ? std::atol(argv[3]) : 1'000'000;
   const int rounds = 3;  // best of: the machines are shared and noisy
 
   double coral_await = 1e300, asio_await = 1e300, coral_yield = 1e300, asio_yield = 1e300;
+  double coral_spawn = 1e300, asio_spawn = 1e300;
   for (int r = 0; r < rounds; ++r) {
     coral_await = std::min(coral_await, ns_per_op(awaits, [&] {
                              asio::io_context ctx(1);
@@ -64,9 +99,22 @@ int main(int argc, char** argv) {
                             asio::co_spawn(ctx, asio_yield_loop(yields), asio::detached);
                             ctx.run();
                           }));
+    coral_spawn = std::min(coral_spawn, ns_per_op(spawns, [&] {
+                             spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
+                               coral::spawn(pool, coral_short_task(1), on_done);
+                             });
+                           }));
+    asio_spawn = std::min(asio_spawn, ns_per_op(spawns, [&] {
+                            spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
+                              asio::co_spawn(pool, asio_short_task(1), on_done);
+                            });
+                          }));
   }
   report("await_immediate", coral_await, asio_await, "ns/op");
   report("yield", coral_yield, asio_yield, "ns/op");
-  std::printf("summary: await_immediate ratio=%.3f (target <= 0.5), yield ratio=%.3f (target <= 1.0)\n",
-              coral_await / asio_await, coral_yield / asio_yield);
+  report("spawn_pool", coral_spawn, asio_spawn, "ns/task");
+  std::printf(
+      "summary: await_immediate ratio=%.3f (target <= 0.5), yield ratio=%.3f (target <= 1.0), spawn_pool "
+      "ratio=%.3f (target <= 1.0)\n",
+      coral_await / asio_await, coral_yield / asio_yield, coral_spawn / asio_spawn);
 }

@@ -98,10 +98,16 @@ class default_contexts {
 
 }  // namespace
 
-asio::io_context& default_loop_context() { return default_contexts::get().loop.context(); }
+asio::io_context& default_loop_context() {
+  return default_contexts::get().loop.context();
+}
 
-asio::thread_pool& default_pool() { return default_contexts::get().pool; }
+asio::thread_pool& default_pool() {
+  return default_contexts::get().pool;
+}
 
-void start_thread(std::function<void()> work) { default_contexts::get().threads.start(std::move(work)); }
+void start_thread(std::function<void()> work) {
+  default_contexts::get().threads.start(std::move(work));
+}
 
 }  // namespace coral::detail

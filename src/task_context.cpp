@@ -81,7 +81,9 @@ task_context::task_context(placement where) : executor_(std::move(where.executor
   gate_->link(*this);
 }
 
-task_context::~task_context() { leave_context(); }
+task_context::~task_context() {
+  leave_context();
+}
 
 void task_context::throw_if_cancelled() const {
   if (cancelled()) throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");

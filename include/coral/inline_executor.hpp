@@ -10,7 +10,10 @@ namespace coral {
 // The articles' NoopExecutor: work runs immediately on the thread that submits it, so a task on
 // it continues on whichever thread resumed it. Timers of such tasks live on the default loop
 // (that is the execution context it reports). It is never "non-blocking": asio::post() on it runs
-// the function inline too.
+// the function inline too. A task spawned on it runs on a strand of its own, so two threads
+// resuming it at once take turns (see docs/cancellation.md).
+//
+// Thread safety: distinct objects: safe. Shared objects: safe.
 class inline_executor {
  public:
   friend bool operator==(const inline_executor&, const inline_executor&) noexcept { return true; }

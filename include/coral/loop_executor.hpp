@@ -12,6 +12,8 @@ asio::io_context& default_loop_context();
 
 // The articles' LooperExecutor: work runs on one shared event-loop thread. Every loop_executor
 // refers to the same loop, so any number of task<T, loop_executor> share that one thread.
+//
+// Thread safety: distinct objects: safe. Shared objects: safe.
 class loop_executor : public asio::io_context::executor_type {
  public:
   loop_executor() noexcept : asio::io_context::executor_type(detail::default_loop_context().get_executor()) {}

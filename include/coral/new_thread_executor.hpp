@@ -15,7 +15,10 @@ void start_thread(std::function<void()> work);
 }  // namespace detail
 
 // The articles' NewThreadExecutor: every piece of work runs on a new thread. Timers of tasks on
-// it live on the default loop; their completions start new threads.
+// it live on the default loop; their completions start new threads. Once the process is exiting
+// (the default contexts shutting down), work is refused: destroyed without running.
+//
+// Thread safety: distinct objects: safe. Shared objects: safe.
 class new_thread_executor {
  public:
   friend bool operator==(const new_thread_executor&, const new_thread_executor&) noexcept { return true; }

@@ -10,7 +10,10 @@ namespace detail {
 asio::thread_pool& default_pool();
 }  // namespace detail
 
-// The articles' AsyncExecutor: work runs on the shared asio::thread_pool.
+// The articles' AsyncExecutor: work runs on the shared asio::thread_pool. A task spawned on it
+// runs on a strand of its own (see docs/cancellation.md).
+//
+// Thread safety: distinct objects: safe. Shared objects: safe.
 class pool_executor : public asio::thread_pool::executor_type {
  public:
   pool_executor() noexcept : asio::thread_pool::executor_type(detail::default_pool().get_executor()) {}

@@ -103,7 +103,8 @@ struct initiate_spawn {
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // As with any Asio operation, the pending completion is outstanding work on the handler's
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
-    auto work = asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
+    auto work =
+        asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
     state->when_done([handler = std::move(handler), work = std::move(work), observed, slot](job_state<T>& s) mutable {
       if (observed) s.mark_observed();
       std::exception_ptr error;

@@ -22,6 +22,8 @@ namespace coral {
 //    starts on Executor{}; the awaiting coroutine resumes on its own executor afterwards.
 //
 // Every suspension of a task resumes it on its executor.
+//
+// Thread safety: distinct objects: safe. Shared objects: unsafe (a task is owned by one awaiter).
 template <class T = void, class Executor = inherit>
 class [[nodiscard]] task {
  public:

@@ -69,8 +69,9 @@ class async_op_awaiter<void(Args...), Initiation, InitArgs...> {
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
     task.suspend(coroutine);
-    std::apply([&](InitArgs&... args) { std::move(initiation_)(handler(results_, std::move(task)), std::move(args)...); },
-               args_);
+    std::apply(
+        [&](InitArgs&... args) { std::move(initiation_)(handler(results_, std::move(task)), std::move(args)...); },
+        args_);
   }
 
   auto await_resume() {

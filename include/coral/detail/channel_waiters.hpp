@@ -183,11 +183,11 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
 // the wait; the operation counts as outstanding work on the handler's executor.
 template <class T, class Waiter, class Handler>
 class channel_async_op final : public Waiter {
-  using work_executor = std::decay_t<decltype(asio::prefer(
-      std::declval<asio::associated_executor_t<Handler, asio::system_executor>>(),
-      asio::execution::outstanding_work.tracked))>;
-  using allocator_type = typename std::allocator_traits<
-      asio::associated_allocator_t<Handler>>::template rebind_alloc<channel_async_op>;
+  using work_executor =
+      std::decay_t<decltype(asio::prefer(std::declval<asio::associated_executor_t<Handler, asio::system_executor>>(),
+                                         asio::execution::outstanding_work.tracked))>;
+  using allocator_type =
+      typename std::allocator_traits<asio::associated_allocator_t<Handler>>::template rebind_alloc<channel_async_op>;
 
  public:
   // Starts the operation: `operation(state, op)` is the channel's send or receive.

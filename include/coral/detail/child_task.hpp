@@ -58,7 +58,9 @@ class child_segment_awaiter : public external_wait {
 
   child_segment_awaiter() noexcept = default;
   child_segment_awaiter(child_segment_awaiter&& other) noexcept
-      : state_(std::exchange(other.state_, nullptr)), parent_context_(other.parent_context_), forward_(other.forward_) {}
+      : state_(std::exchange(other.state_, nullptr)),
+        parent_context_(other.parent_context_),
+        forward_(other.forward_) {}
   child_segment_awaiter& operator=(child_segment_awaiter&&) = delete;
   ~child_segment_awaiter() {
     if (state_) {

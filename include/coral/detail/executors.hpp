@@ -12,7 +12,7 @@ concept executor_like = asio::execution::is_executor<E>::value || asio::is_execu
 
 // An execution context, or anything that owns one and hands out its executor (coral::event_loop).
 template <class C>
-concept execution_context_like = !executor_like<C> && requires(C& c) {
+concept execution_context_like = !executor_like<C> && requires(C & c) {
   { c.get_executor() } -> executor_like;
 };
 

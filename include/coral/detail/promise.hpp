@@ -11,8 +11,8 @@
 #include "coral/detail/foreign_awaiter.hpp"
 #include "coral/detail/frame_allocator.hpp"
 #include "coral/detail/sleep_awaiter.hpp"
-#include "coral/detail/task_result.hpp"
 #include "coral/detail/task_context.hpp"
+#include "coral/detail/task_result.hpp"
 
 namespace coral {
 
