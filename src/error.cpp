@@ -1,10 +1,12 @@
-#include "coral/error.hpp"
+#include "coral/detail/error_codes.hpp"
 
 namespace coral {
 
 namespace {
 class category final : public boost::system::error_category {
  public:
+  // Constant-initialised and never destroyed: usable from destructors that run at exit.
+  constexpr category() noexcept : boost::system::error_category(0xc0a1'0001'5eed'0001ULL) {}
   const char* name() const noexcept override { return "coral"; }
   std::string message(int value) const override {
     switch (static_cast<errc>(value)) {
@@ -19,7 +21,7 @@ class category final : public boost::system::error_category {
 }  // namespace
 
 const boost::system::error_category& error_category() noexcept {
-  static const category instance;
+  static constinit const category instance;
   return instance;
 }
 

@@ -73,12 +73,17 @@ BOOST_AUTO_TEST_CASE(an_inline_task_awaiting_a_task_on_another_thread_does_not_d
 }
 
 BOOST_AUTO_TEST_CASE(an_inline_task_continues_on_the_thread_that_resumes_it) {
+  // The child finishes only once spawn() has returned, so no other thread is running the task
+  // (if one were, the two would take turns: an inline task runs on a strand of its own).
   coral::event_loop other;
+  coral::channel<int> go(1);
   auto t = [&]() -> coral::task<bool, coral::inline_executor> {
-    co_await coral::on(other.get_executor(), []() -> coral::task<> { co_return; }());
+    co_await coral::on(other.get_executor(), [&]() -> coral::task<> { co_await go.receive(); }());
     co_return std::this_thread::get_id() == other.thread_id();
   };
-  BOOST_TEST(get_within(coral::spawn(t())));
+  auto j = coral::spawn(t());
+  BOOST_TEST(go.try_send(1));
+  BOOST_TEST(get_within(j));
 }
 
 BOOST_AUTO_TEST_CASE(a_strand_task_stays_on_its_strand_across_suspensions) {

@@ -11,7 +11,8 @@ namespace coral {
 // it continues on whichever thread resumed it. Timers of such tasks live on the default loop
 // (that is the execution context it reports). It is never "non-blocking": asio::post() on it runs
 // the function inline too. A task spawned on it runs on a strand of its own, so two threads
-// resuming it at once take turns (see docs/cancellation.md).
+// resuming (or cancelling) it at once take turns: the second one's work runs after the first's,
+// on the first one's thread (see docs/cancellation.md).
 //
 // Thread safety: distinct objects: safe. Shared objects: safe.
 class inline_executor {

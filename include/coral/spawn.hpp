@@ -108,7 +108,10 @@ struct initiate_spawn {
     state->when_done([handler = std::move(handler), work = std::move(work), observed, slot](job_state<T>& s) mutable {
       if (observed) s.mark_observed();
       std::exception_ptr error;
-      if (s.result().has_exception()) error = s.result().exception();
+      if (s.result().has_exception()) {
+        // Handed over, not shared, when the handler observes it (see task_result::release).
+        error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
+      }
       if constexpr (std::is_void_v<T>) {
         asio::dispatch(work, [h = std::move(handler), slot, error]() mutable {
           if (slot.is_connected()) slot.clear();

@@ -8,7 +8,7 @@
 
 #include "coral/detail/task_context.hpp"
 #include "coral/detail/waiter_queue.hpp"
-#include "coral/error.hpp"
+#include "coral/detail/error_codes.hpp"
 
 namespace coral::detail {
 

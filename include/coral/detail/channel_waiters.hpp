@@ -9,7 +9,7 @@
 
 #include "coral/detail/channel_state.hpp"
 #include "coral/detail/suspended_task.hpp"
-#include "coral/error.hpp"
+#include "coral/detail/error_codes.hpp"
 
 namespace coral::detail {
 

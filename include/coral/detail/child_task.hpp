@@ -104,7 +104,7 @@ class child_segment_awaiter : public external_wait {
     parent_context_->set_external_wait(nullptr);
     if (forward_) parent_context_->slot().clear();
     state_->mark_observed();
-    return state_->result().take();
+    return state_->result().release();
   }
 
   // The parent's context is shutting down: cancel the child, let go of the parent.

@@ -45,6 +45,7 @@ class task_result {
   const std::exception_ptr& exception() const noexcept {
     return *std::get_if<2>(&state_);
   }
+  std::exception_ptr& exception_ref() noexcept { return *std::get_if<2>(&state_); }
 
   // Moves the value out, or rethrows the exception.
   T take() {
@@ -58,6 +59,14 @@ class task_result {
     } else {
       return std::move(*value);
     }
+  }
+
+  // As take(), but an exception is moved out rather than shared: the caller becomes its only owner
+  // (exception objects are reference-counted inside libstdc++, out of ThreadSanitizer's sight, so
+  // an exception shared by two threads' objects is reported when one of them frees it).
+  T release() {
+    if (auto* e = std::get_if<2>(&state_)) std::rethrow_exception(std::exchange(*e, nullptr));
+    return take();
   }
 
   // An lvalue of the value (for callbacks that look at it without taking it).

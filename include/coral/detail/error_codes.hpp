@@ -1,0 +1,40 @@
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
+#include <string>
+#include <type_traits>
+
+namespace coral {
+
+// coral's error codes, in the "coral" category (for Asio-style async_* operations).
+enum class errc {
+  channel_closed = 1,  // the channel was closed (or destroyed) before the operation could complete
+  timeout = 2,         // the operation did not finish in time
+};
+
+const boost::system::error_category& error_category() noexcept;
+
+inline boost::system::error_code make_error_code(errc e) noexcept {
+  return boost::system::error_code(static_cast<int>(e), error_category());
+}
+
+// Thrown by channel operations on a closed channel. A boost::system::system_error, and so a
+// std::runtime_error, whose code() is errc::channel_closed.
+class channel_closed : public boost::system::system_error {
+ public:
+  explicit channel_closed(const std::string& what) : system_error(make_error_code(errc::channel_closed), what) {}
+};
+
+// Thrown when an operation did not finish in time; code() is errc::timeout.
+class timeout_error : public boost::system::system_error {
+ public:
+  explicit timeout_error(const std::string& what) : system_error(make_error_code(errc::timeout), what) {}
+};
+
+}  // namespace coral
+
+namespace boost::system {
+template <>
+struct is_error_code_enum<coral::errc> : std::true_type {};
+}  // namespace boost::system
