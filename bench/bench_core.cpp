@@ -1,7 +1,8 @@
 // await_immediate: awaiting a child that completes without suspending.
 // yield: re-queueing the coroutine on a single-threaded io_context.
 // spawn_pool: spawning short tasks (each awaits one child and returns) on a 2-thread thread_pool
-// and joining them all: what coral's strand per task on a multi-threaded executor costs.
+// and joining them all, with a completion handler on both sides (spawn_pool) and with coral's job
+// handle, which makes the task cancellable and so gives it a strand of its own (spawn_pool_job).
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
   const int rounds = 3;  // best of: the machines are shared and noisy
 
   double coral_await = 1e300, asio_await = 1e300, coral_yield = 1e300, asio_yield = 1e300;
-  double coral_spawn = 1e300, asio_spawn = 1e300;
+  double coral_spawn = 1e300, asio_spawn = 1e300, coral_spawn_job = 1e300;
   for (int r = 0; r < rounds; ++r) {
     coral_await = std::min(coral_await, ns_per_op(awaits, [&] {
                              asio::io_context ctx(1);
@@ -104,6 +105,12 @@ int main(int argc, char** argv) {
                                coral::spawn(pool, coral_short_task(1), on_done);
                              });
                            }));
+    // The same with a job handle (the task can be cancelled, so it gets a strand of its own).
+    coral_spawn_job = std::min(coral_spawn_job, ns_per_op(spawns, [&] {
+                                 spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
+                                   coral::spawn(pool, coral_short_task(1)).then([&](int v) { on_done(nullptr, v); });
+                                 });
+                               }));
     asio_spawn = std::min(asio_spawn, ns_per_op(spawns, [&] {
                             spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
                               asio::co_spawn(pool, asio_short_task(1), on_done);
@@ -113,6 +120,7 @@ int main(int argc, char** argv) {
   report("await_immediate", coral_await, asio_await, "ns/op");
   report("yield", coral_yield, asio_yield, "ns/op");
   report("spawn_pool", coral_spawn, asio_spawn, "ns/task");
+  report("spawn_pool_job", coral_spawn_job, asio_spawn, "ns/task");
   std::printf(
       "summary: await_immediate ratio=%.3f (target <= 0.5), yield ratio=%.3f (target <= 1.0), spawn_pool "
       "ratio=%.3f (target <= 1.0)\n",

@@ -36,7 +36,18 @@ asio::execution_context::id context_service::id;
 }  // namespace
 
 std::shared_ptr<context_gate> gate_of(asio::execution_context& context) {
-  return asio::use_service<context_service>(context).gate;
+  // use_service() takes the context's service registry lock; spawning is frequent. A context's
+  // gate closes before the context goes, so a cached gate that is still open is the gate of a
+  // live context at that address.
+  thread_local struct {
+    asio::execution_context* context = nullptr;
+    std::shared_ptr<context_gate> gate;
+  } cache;
+  if (cache.context != &context || !cache.gate->is_open()) {
+    cache.gate = asio::use_service<context_service>(context).gate;
+    cache.context = &context;
+  }
+  return cache.gate;
 }
 
 void context_gate::shut_down() noexcept {
@@ -57,9 +68,9 @@ void context_gate::shut_down() noexcept {
   }
 }
 
-placement place(const asio::any_io_executor& executor) {
+placement place(const asio::any_io_executor& executor, bool cancellable) {
   auto gate = gate_of(asio::query(executor, asio::execution::context));
-  if (executor.target<io_strand>() || executor.target<pool_strand>() || executor.target<any_strand>()) {
+  if (!cancellable || executor.target<io_strand>() || executor.target<pool_strand>() || executor.target<any_strand>()) {
     return {executor, std::move(gate)};
   }
   if (auto* io = executor.target<asio::io_context::executor_type>()) {

@@ -41,20 +41,21 @@ asio::any_io_executor root_executor(asio::any_io_executor given) {
 
 // Creates the root of a spawned task, with one object reference for the caller, not started yet.
 // If the callable throws, nothing is left behind (no state, no outstanding work).
+// `cancellable`: whether anything will be able to cancel the task (a job handle, a slot).
 template <class Source>
-auto make_root(asio::any_io_executor executor, Source&& source) {
+auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable) {
   using task_type = task_of_t<Source>;
   using T = typename task_type::value_type;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
-    auto* state = new job_state<T>(place(root_executor<task_type>(std::move(executor))));
+    auto* state = new job_state<T>(place(root_executor<task_type>(std::move(executor)), cancellable));
     state->attach(task_type(std::move(source)).release());
     state->add_ref();
     return state;
   } else {
     using F = std::remove_cvref_t<Source>;
-    auto* state =
-        new factory_job_state<T, F>(place(root_executor<task_type>(std::move(executor))), std::forward<Source>(source));
+    auto* state = new factory_job_state<T, F>(place(root_executor<task_type>(std::move(executor)), cancellable),
+                                              std::forward<Source>(source));
     try {
       task_type t = state->make_task();
       if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");
@@ -98,8 +99,8 @@ struct initiate_spawn {
   template <class Handler, class Source>
   void operator()(Handler handler, asio::any_io_executor executor, Source source, bool observed) const {
     using T = typename task_of_t<Source>::value_type;
-    auto* state = make_root(executor, std::move(source));
     auto slot = asio::get_associated_cancellation_slot(handler);
+    auto* state = make_root(executor, std::move(source), slot.is_connected());
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // As with any Asio operation, the pending completion is outstanding work on the handler's
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
@@ -146,7 +147,8 @@ requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source) {
   using T = typename detail::task_of_t<Source>::value_type;
-  auto* state = detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source));
+  auto* state =
+      detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source), true);
   state->start();
   return job<T>(state);
 }
@@ -158,7 +160,7 @@ job<T> spawn(task<T, Executor> t) {
                 "coral::spawn(task): this task has no executor type (task<T> runs where it is started); "
                 "say where: coral::spawn(executor, task), or declare it as task<T, some_executor>");
   if constexpr (!std::is_same_v<Executor, inherit>) {
-    auto* state = detail::make_root(detail::erase_executor(Executor{}), std::move(t));
+    auto* state = detail::make_root(detail::erase_executor(Executor{}), std::move(t), true);
     state->start();
     return job<T>(state);
   }

@@ -6,9 +6,9 @@
 #include <mutex>
 #include <optional>
 
+#include "coral/detail/error_codes.hpp"
 #include "coral/detail/task_context.hpp"
 #include "coral/detail/waiter_queue.hpp"
-#include "coral/detail/error_codes.hpp"
 
 namespace coral::detail {
 

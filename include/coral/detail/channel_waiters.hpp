@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "coral/detail/channel_state.hpp"
-#include "coral/detail/suspended_task.hpp"
 #include "coral/detail/error_codes.hpp"
+#include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
 

@@ -84,7 +84,9 @@ class child_segment_awaiter : public external_wait {
     task_context& parent_context = parent.promise().context();
     if (forward_cancel) parent_context.throw_if_cancelled();
     const bool here = executor == parent_context.executor();
-    auto* state = new child_job_state<T>(place(executor));
+    // Only a parent that can be cancelled forwards its cancellation (see place()).
+    forward_cancel = forward_cancel && parent_context.op_slot().is_connected();
+    auto* state = new child_job_state<T>(place(executor, forward_cancel));
     state->attach(std::exchange(guard.f, nullptr));
     state_ = state;
     state->add_ref();  // this awaiter's

@@ -19,9 +19,11 @@ struct placement {
   std::shared_ptr<context_gate> gate;
 };
 
-// Serialises `executor` for a task (see placement) and finds its context's gate. Compiled in
-// src/placement.cpp.
-placement place(const asio::any_io_executor& executor);
+// Finds the gate of `executor`'s context and, for a segment that can be cancelled, serialises
+// the executor (see placement). A segment nothing can cancel (spawned with a completion token
+// without a cancellation slot, or a child of such a task) needs no strand: its coroutines run
+// one at a time anyway, and only cancellation reaches it from outside.
+placement place(const asio::any_io_executor& executor, bool cancellable = true);
 
 // A wait whose waker lives outside the task's execution context (a channel, a child task on
 // another executor). When the context shuts down the wait is abandoned: it detaches from its

@@ -45,7 +45,9 @@ class task_result {
   const std::exception_ptr& exception() const noexcept {
     return *std::get_if<2>(&state_);
   }
-  std::exception_ptr& exception_ref() noexcept { return *std::get_if<2>(&state_); }
+  std::exception_ptr& exception_ref() noexcept {
+    return *std::get_if<2>(&state_);
+  }
 
   // Moves the value out, or rethrows the exception.
   T take() {
