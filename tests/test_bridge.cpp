@@ -246,7 +246,8 @@ BOOST_AUTO_TEST_CASE(an_awaiter_completed_after_its_task_was_cancelled_fails_wit
 BOOST_AUTO_TEST_CASE(a_foreign_awaitable_resumed_after_its_task_was_cancelled_fails_with_operation_aborted) {
   coral::event_loop loop;
   std::promise<std::coroutine_handle<>> mailbox;
-  auto j = coral::spawn(loop.get_executor(), [&]() -> coral::task<int> { co_return co_await resume_on_a_thread{&mailbox}; });
+  auto j =
+      coral::spawn(loop.get_executor(), [&]() -> coral::task<int> { co_return co_await resume_on_a_thread{&mailbox}; });
   auto handle = mailbox.get_future();
   BOOST_TEST_REQUIRE((handle.wait_for(patience) == std::future_status::ready));
   j.cancel();
@@ -295,8 +296,9 @@ BOOST_AUTO_TEST_CASE(a_million_foreign_awaits_that_resume_by_returning_the_handl
 }
 
 // Shutdown: an awaiter<R> living outside the task keeps nothing of a destroyed context alive.
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_awaiter_resumed_after_its_context_was_destroyed_frees_the_task_and_touches_nothing,
-                              Context, owned_contexts) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(
+    an_awaiter_outliving_its_destroyed_context_frees_the_task_at_once_and_a_later_resume_touches_nothing, Context,
+    owned_contexts) {
   auto outside = std::make_unique<parked_value>();
   coral::job<int> j;
   {
@@ -309,7 +311,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_awaiter_resumed_after_its_context_was_destroyed
     BOOST_TEST_REQUIRE((outside->suspended.get_future().wait_for(patience) == std::future_status::ready));
     BOOST_TEST(lifetime::alive == 1);
   }
-  outside->complete(5);  // must neither crash nor post to the dead context
+  BOOST_TEST(lifetime::alive == 0);  // the frame went with its context
+  outside->complete(5);              // must neither crash nor post to the dead context
   BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
   BOOST_TEST(lifetime::alive == 0);
+}
+
+// Level-triggered cancellation holds for awaitables that are ready at once too. Found by the
+// adversarial review: a ready future and a ready foreign awaitable let a cancelled task through.
+BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_even_on_awaitables_that_are_ready_at_once) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::string> {
+    try {
+      co_await 1h;
+    } catch (const boost::system::system_error&) {
+    }
+    std::string outcomes;
+    std::promise<int> p;
+    p.set_value(1);
+    try {
+      co_await coral::as_awaiter(p.get_future());
+      outcomes += "future completed;";
+    } catch (const boost::system::system_error& e) {
+      outcomes += "future " + outcome_of(e) + ";";
+    }
+    try {
+      co_await std::suspend_never{};
+      outcomes += "ready foreign completed";
+    } catch (const boost::system::system_error& e) {
+      outcomes += "ready foreign " + outcome_of(e);
+    }
+    co_return outcomes;
+  });
+  j.cancel();
+  BOOST_TEST(get_within(j) == "future aborted;ready foreign aborted");
 }

@@ -191,3 +191,18 @@ BOOST_AUTO_TEST_CASE(a_finished_job_leaves_nothing_running_so_its_event_loop_can
     BOOST_TEST_REQUIRE(j.get_result() == 1);
   }
 }
+
+// The cancel of an inline task runs its cancellation (and the task) on the cancelling thread:
+// nothing of coral's may be locked meanwhile. Found by the adversarial review: it deadlocked.
+BOOST_AUTO_TEST_CASE(cancelling_an_inline_task_runs_it_on_the_cancelling_thread_without_deadlock) {
+  coral::channel<int> ch(0);
+  auto waiting = coral::spawn(coral::inline_executor{}, [&]() -> coral::task<> { co_await ch.receive(); });
+  waiting.cancel();
+  BOOST_TEST(failure_of(waiting) == asio::error::operation_aborted);
+
+  auto parent = coral::spawn(coral::inline_executor{}, []() -> coral::task<> {
+    co_await coral::on(coral::loop_executor{}, []() -> coral::task<> { co_await 1h; }());
+  });
+  parent.cancel();  // forwarded to the child, whose segment shares the default loop's gate
+  BOOST_TEST(failure_of(parent) == asio::error::operation_aborted);
+}

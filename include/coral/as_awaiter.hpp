@@ -27,14 +27,17 @@ class future_awaiter {
     if (!future_.valid()) throw std::future_error(std::future_errc::no_state);
   }
 
-  bool await_ready() const { return ready(); }
+  // A ready future is still a suspension point: cancellation is checked first.
+  bool await_ready() const noexcept { return false; }
 
   template <class Promise>
-  void await_suspend(std::coroutine_handle<Promise> coroutine) {
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
     task.suspend(coroutine);
+    if (ready()) return false;
     timer_.emplace(inner_executor_of(task.context().executor()));
     arm(poll_handler{this, std::move(task)});
+    return true;
   }
 
   R await_resume() {

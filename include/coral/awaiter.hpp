@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <coroutine>
 #include <exception>
 #include <optional>
@@ -19,8 +20,9 @@ namespace coral {
 // What coral starts here cannot be interrupted by coral, so cancellation is checked before
 // after_suspend() and after the task resumes: a cancelled task's await fails with
 // operation_aborted (the value is discarded). If the task's execution context shuts down while
-// it waits, the task's frames are destroyed when resume() is later called; resume() then touches
-// nothing of the dead context.
+// it waits, the task's frames are destroyed with the context; a later resume() on an awaiter that
+// lives outside the task does nothing (one that lived in the task's frame is gone with it: the
+// operation must not resume it then, as an Asio operation must not call a destroyed handler).
 //
 // Thread safety: distinct objects: safe. Shared objects: resume() from any one thread.
 //
@@ -29,7 +31,7 @@ namespace coral {
 //   };
 //   std::string line = co_await read_line{};
 template <class R>
-class awaiter {
+class awaiter : private detail::external_wait {
  public:
   using coral_awaitable = void;
 
@@ -43,10 +45,13 @@ class awaiter {
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     task_.suspend(coroutine);
+    state_.store(waiting, std::memory_order_relaxed);
+    task_.context().set_external_wait(this);
     after_suspend();
   }
 
   R await_resume() {
+    task_.context().set_external_wait(nullptr);
     before_resume();
     task_.context().throw_if_cancelled();
     if (exception_) std::rethrow_exception(exception_);
@@ -73,11 +78,23 @@ class awaiter {
 
  private:
   // Posted, not dispatched: the task must not run (and destroy this awaiter) inside resume().
-  // Nothing touches this object afterwards (it may be gone).
-  void resume_task() { task_.resume_later(); }
+  // Nothing touches this object afterwards (it may be gone). After the task was let go (its
+  // context shut down), resume() does nothing.
+  void resume_task() {
+    int expected = waiting;
+    if (state_.compare_exchange_strong(expected, resumed, std::memory_order_acq_rel)) task_.resume_later();
+  }
 
+  // The task's context is shutting down: its frames go now (this object too, if it lives there).
+  void abandon() noexcept override {
+    int expected = waiting;
+    if (state_.compare_exchange_strong(expected, abandoned, std::memory_order_acq_rel)) task_.let_go();
+  }
+
+  enum : int { waiting, resumed, abandoned };
   struct empty {};
   detail::suspended_task task_;
+  std::atomic<int> state_{waiting};
   std::conditional_t<std::is_void_v<R>, empty, std::optional<std::conditional_t<std::is_void_v<R>, int, R>>> value_;
   std::exception_ptr exception_;
 };

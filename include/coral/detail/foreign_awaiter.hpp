@@ -82,13 +82,17 @@ class foreign_awaiter {
  public:
   explicit foreign_awaiter(A&& awaitable) : awaitable_(std::forward<A>(awaitable)) {}
 
-  bool await_ready() { return awaiter().await_ready(); }
+  // Always goes through await_suspend, which checks cancellation first (even an awaitable that is
+  // ready at once fails in a cancelled task).
+  bool await_ready() const noexcept { return false; }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> task) {
+    context_ = &task.promise().context();
+    context_->throw_if_cancelled();
+    if (awaiter().await_ready()) return false;
     suspended_task suspended;
     suspended.suspend(task);
-    context_ = &suspended.context();
     auto hop = return_to_executor(std::move(suspended)).handle;
     foreign_mark mark{hop.address()};
     struct mark_scope {
