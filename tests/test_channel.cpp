@@ -325,7 +325,10 @@ BOOST_AUTO_TEST_CASE(async_receive_and_async_send_never_run_the_handler_inside_t
   // A handler with no associated executor, from a plain thread.
   std::atomic<bool> returned{false};
   std::promise<bool> inside;
-  ch.async_receive([&](boost::system::error_code, int) { inside.set_value(!returned.load()); });
+  const auto caller = std::this_thread::get_id();  // posted elsewhere, it may run before `returned` is set
+  ch.async_receive([&](boost::system::error_code, int) {
+    inside.set_value(std::this_thread::get_id() == caller && !returned.load());
+  });
   returned = true;
   auto f = inside.get_future();
   BOOST_TEST_REQUIRE((f.wait_for(patience) == std::future_status::ready));
