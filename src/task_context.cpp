@@ -97,8 +97,8 @@ task_context::~task_context() {
   leave_context();
 }
 
-void task_context::throw_if_cancelled() const {
-  if (cancelled()) throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");
+void task_context::throw_cancelled() {
+  throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");
 }
 
 void task_context::cancel(asio::cancellation_type type) {

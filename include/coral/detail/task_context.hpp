@@ -61,7 +61,12 @@ class task_context : public gate_member {
   context_gate& gate() const noexcept { return *gate_; }
 
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
-  void throw_if_cancelled() const;
+  // Inline: every suspension point checks it; the throw itself is out of line.
+  void throw_if_cancelled() const {
+    if (cancelled()) [[unlikely]]
+      throw_cancelled();
+  }
+  [[noreturn]] static void throw_cancelled();
   // The slot a wait listens to when it must hear cancellation and shutdown (channel, child).
   asio::cancellation_slot slot() noexcept { return signal_.slot(); }
   // The slot for an Asio operation on the segment's own context: unconnected while nothing can
