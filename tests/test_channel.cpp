@@ -311,9 +311,9 @@ BOOST_AUTO_TEST_CASE(async_receive_and_async_send_never_run_the_handler_inside_t
   });
   asio::post(ctx, [&] {
     ch.async_send(2, asio::bind_executor(ctx, [&](boost::system::error_code e) {
-      bound_send.ran = !e;
-      bound_send.inside = !bound_send.returned;
-    }));
+                    bound_send.ran = !e;
+                    bound_send.inside = !bound_send.returned;
+                  }));
     bound_send.returned = true;
   });
   ctx.run();
@@ -489,4 +489,21 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_chan
   full.close();
   BOOST_TEST(failure_of(receiver) == asio::error::operation_aborted);
   BOOST_TEST(failure_of(sender) == asio::error::operation_aborted);
+}
+
+// A plain Asio operation waiting on a channel goes away with the context of its handler, as Asio's
+// own pending operations do, and a later close() does not touch the dead context. Found by the
+// adversarial review: close() dispatched into the destroyed io_context.
+BOOST_AUTO_TEST_CASE(an_async_receive_is_destroyed_with_its_handlers_context_and_close_leaves_it_alone) {
+  coral::channel<int> ch(0);
+  auto probe = std::make_shared<int>(0);
+  std::weak_ptr<int> handler_alive = probe;
+  {
+    asio::io_context ctx(1);
+    ch.async_receive(asio::bind_executor(ctx, [p = std::move(probe)](boost::system::error_code, int) {}));
+    ctx.run_for(1ms);
+  }
+  BOOST_TEST(handler_alive.expired());
+  ch.close();
+  BOOST_TEST(!ch.try_send(1));
 }

@@ -182,12 +182,24 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
 // The cancellation slot is cleared there too. The handler's associated cancellation slot cancels
 // the wait; the operation counts as outstanding work on the handler's executor.
 template <class T, class Waiter, class Handler>
-class channel_async_op final : public Waiter {
+class channel_async_op final : public Waiter, public gate_member {
   using work_executor =
       std::decay_t<decltype(asio::prefer(std::declval<asio::associated_executor_t<Handler, asio::system_executor>>(),
                                          asio::execution::outstanding_work.tracked))>;
   using allocator_type =
       typename std::allocator_traits<asio::associated_allocator_t<Handler>>::template rebind_alloc<channel_async_op>;
+
+  // Runs complete() on the handler's executor; destroyed unrun (its context shut down), it tells
+  // the operation so.
+  struct completion {
+    channel_async_op* op;
+    explicit completion(channel_async_op* o) noexcept : op(o) {}
+    completion(completion&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
+    ~completion() {
+      if (op) op->let_go();
+    }
+    void operator()() { std::exchange(op, nullptr)->complete(); }
+  };
 
  public:
   // Starts the operation: `operation(state, op)` is the channel's send or receive.
@@ -210,16 +222,21 @@ class channel_async_op final : public Waiter {
       done = operation(*op->state_, *op);
     } catch (...) {
       if (op->slot_.is_connected()) op->slot_.clear();
-      op->destroy();
+      op->release();
       throw;
     }
-    if (done) asio::post(op->work_, [op] { op->complete(); });
+    if (done) asio::post(*op->work_, completion(op));
   }
 
-  // Completed by a counterpart, close() or cancellation (never inside the initiating function).
+  // Completed by a counterpart, close() or cancellation (never inside the initiating function),
+  // through the gate of the handler's context: if that context is shutting down, the operation
+  // is destroyed with it instead.
   void wake(task_context*) noexcept override {
-    auto executor = work_;
-    asio::dispatch(std::move(executor), [this] { complete(); });
+    context_gate& gate = *gate_;
+    if (!gate.enter()) return let_go();
+    auto executor = *work_;
+    asio::dispatch(std::move(executor), completion(this));
+    gate.leave();
   }
 
   channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value)
@@ -227,16 +244,38 @@ class channel_async_op final : public Waiter {
         handler_(std::move(handler)),
         work_(asio::prefer(asio::get_associated_executor(handler_, asio::system_executor()),
                            asio::execution::outstanding_work.tracked)),
+        gate_(gate_of(asio::query(*work_, asio::execution::context))),
         storage_(std::move(value)) {
     if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
       this->value = &*storage_;
     } else {
       this->destination = &storage_;
     }
+    gate_->link(*this);
+  }
+
+  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
 
  private:
+  // The handler's context is shutting down (nothing can enter its gate any more). A waiting
+  // operation is unlinked from the channel and destroyed, as Asio destroys its pending operations;
+  // one a waker already took is destroyed once the waker has let go too.
+  void abandon() noexcept override {
+    work_.reset();
+    if (state_->cancel(*this)) return release();
+    vote();
+  }
+  // A waker found the gate closed, or a posted completion was destroyed unrun.
+  void let_go() noexcept { vote(); }
+  void vote() noexcept {
+    if (votes_.fetch_add(1, std::memory_order_acq_rel) == 1) release();
+  }
+
   void destroy() noexcept {
+    gate_->unlink(*this);
     allocator_type allocator(asio::get_associated_allocator(handler_));
     std::allocator_traits<allocator_type>::destroy(allocator, this);
     std::allocator_traits<allocator_type>::deallocate(allocator, this, 1);
@@ -244,11 +283,17 @@ class channel_async_op final : public Waiter {
 
   void complete() {
     if (slot_.is_connected()) slot_.clear();
+    gate_->unlink(*this);
     auto handler = std::move(handler_);
     auto error = this->error;
     auto exception = this->exception;
-    std::optional<T> value = std::move(storage_);
-    destroy();
+    std::optional<T> value;
+    try {
+      value = std::move(storage_);
+    } catch (...) {
+      exception = std::current_exception();  // the value could not be handed on: it stays lost here
+    }
+    release();
     if (exception && !error) error = asio::error::invalid_argument;  // no exception_ptr in the signature
     if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
       std::move(handler)(error);
@@ -259,9 +304,12 @@ class channel_async_op final : public Waiter {
 
   std::shared_ptr<channel_state<T>> state_;
   Handler handler_;
-  work_executor work_;
+  std::optional<work_executor> work_;
+  std::shared_ptr<context_gate> gate_;
   std::optional<T> storage_;
   asio::cancellation_slot slot_;
+  std::atomic<int> refs_{1};
+  std::atomic<int> votes_{0};
 };
 
 }  // namespace coral::detail
