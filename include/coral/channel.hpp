@@ -45,7 +45,9 @@ namespace coral {
 // - No lock is held while a coroutine is resumed or a handler runs; T's move constructor and
 //   destructor run under the channel's lock. If T's move throws, nothing is lost: the value stays
 //   with its owner and the waiting counterpart stays queued (the operation that moved throws; a
-//   sender whose value could not be moved into the buffer fails with that exception).
+//   sender whose value could not be moved into the buffer fails with that exception). The one
+//   exception: a receive has happened once the value left the channel, and if the last move,
+//   into the receiving task's variable, throws, that value is destroyed with the exception.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.

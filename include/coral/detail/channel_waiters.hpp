@@ -130,11 +130,12 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   }
 
  protected:
-  // The value, or nullopt once the channel is closed and drained; throws on cancellation.
-  std::optional<T> take() {
+  // The value, or nullopt once the channel is closed and drained; throws on cancellation. Returned
+  // by reference: the value is moved once, straight to where the caller wants it.
+  std::optional<T>& take() {
     this->finish_waiting();
     if (this->error != errc::channel_closed) this->check("receive");
-    return std::move(received_);
+    return received_;
   }
 
  private:
@@ -146,7 +147,7 @@ class channel_receive_awaiter : public channel_receive_base<T> {
  public:
   using channel_receive_base<T>::channel_receive_base;
   T await_resume() {
-    auto v = this->take();
+    auto& v = this->take();
     if (!v) throw channel_closed("coral::channel: receive on a closed and empty channel");
     return std::move(*v);
   }
@@ -156,7 +157,7 @@ template <class T>
 class channel_next_awaiter : public channel_receive_base<T> {
  public:
   using channel_receive_base<T>::channel_receive_base;
-  std::optional<T> await_resume() { return this->take(); }
+  std::optional<T> await_resume() { return std::move(this->take()); }
 };
 
 template <class T>
@@ -165,7 +166,7 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
   channel_receive_into_awaiter(std::shared_ptr<channel_state<T>> state, T& target)
       : channel_receive_base<T>(std::move(state)), target_(&target) {}
   void await_resume() {
-    auto v = this->take();
+    auto& v = this->take();
     if (!v) throw channel_closed("coral::channel: receive on a closed and empty channel");
     *target_ = std::move(*v);
   }
