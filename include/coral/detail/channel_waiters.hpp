@@ -79,8 +79,14 @@ class channel_task_waiter : public Waiter, public external_wait {
     task_.let_go();
   }
 
-  // Rethrows a failure of T's move, or throws `error` (the operation's).
+  // Rethrows a failure of T's move, or throws `error` (the operation's). The common case (no
+  // failure) is an inline test.
   void check(const char* what) {
+    if (!this->error && !this->exception) [[likely]]
+      return;
+    fail(what);
+  }
+  [[gnu::noinline]] void fail(const char* what) {
     if (this->exception) std::rethrow_exception(this->exception);
     if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
     if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);
@@ -134,7 +140,8 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   // by reference: the value is moved once, straight to where the caller wants it.
   std::optional<T>& take() {
     this->finish_waiting();
-    if (this->error != errc::channel_closed) this->check("receive");
+    if ((this->error || this->exception) && this->error != errc::channel_closed) [[unlikely]]
+      this->fail("receive");
     return received_;
   }
 
