@@ -42,7 +42,6 @@ class suspended_task {
   }
 
   task_context& context() const noexcept { return *context_; }
-  bool suspended() const noexcept { return static_cast<bool>(keep_); }
 
   void resume_here() {
     auto keep = std::move(keep_);

@@ -158,7 +158,6 @@ class keep_alive {
   void reset() noexcept {
     if (auto* c = std::exchange(context_, nullptr)) c->release_keep_alive();
   }
-  explicit operator bool() const noexcept { return context_ != nullptr; }
 
  private:
   task_context* context_ = nullptr;
