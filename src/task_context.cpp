@@ -115,23 +115,16 @@ void task_context::cancel(asio::cancellation_type type) {
     void operator()() { self->cancel_here(type); }
   } e(this, type);
   // Only while the segment is alive on its context (its executor is valid until it leaves): the
-  // executor is copied, and a pass through the gate taken, under the members lock; the post
-  // itself (which may run the task right here, on an inline executor) happens outside it.
+  // pass is taken and the executor copied under the members lock; the post itself (which may run
+  // the task right here, on an inline executor) happens outside it. The pass outlives the copy,
+  // which may hold a strand of the context.
+  std::optional<context_gate::pass> pass;
   std::optional<asio::any_io_executor> executor;
   gate_->if_linked(*this, [&] {
-    if (gate_->enter()) executor = executor_;
+    pass.emplace(*gate_);
+    if (*pass) executor = executor_;
   });
-  if (!executor) return;
-  context_gate& gate = *gate_;  // the segment may be gone once the emit is posted
-  try {
-    asio::post(*executor, std::move(e));
-  } catch (...) {
-    executor.reset();
-    gate.leave();
-    throw;
-  }
-  executor.reset();  // inside the pass: it may hold a strand of the context
-  gate.leave();
+  if (executor) asio::post(*executor, std::move(e));
 }
 
 void task_context::leave_context() noexcept {

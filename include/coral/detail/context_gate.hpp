@@ -49,16 +49,28 @@ class context_gate {
   void leave() noexcept { entered_.fetch_sub(1, std::memory_order_seq_cst); }
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
 
+  // A granted entry, left when it goes.
+  class pass {
+   public:
+    explicit pass(context_gate& gate) noexcept : gate_(gate.enter() ? &gate : nullptr) {}
+    pass(const pass&) = delete;
+    pass& operator=(const pass&) = delete;
+    ~pass() {
+      if (gate_) gate_->leave();
+    }
+    explicit operator bool() const noexcept { return gate_ != nullptr; }
+
+   private:
+    context_gate* gate_;
+  };
+
   // Posts `f` to `executor` (of this gate's context) unless the context is shutting down, in which
   // case `f` is destroyed here. Returns whether it was posted. `executor` is copied inside the
   // pass: once `f` is posted, the object it belongs to may be gone.
   template <class Executor, class F>
   bool post(const Executor& executor, F&& f) {
-    if (!enter()) return false;
-    struct pass {
-      context_gate* g;
-      ~pass() { g->leave(); }
-    } p{this};
+    pass p(*this);
+    if (!p) return false;
     Executor copy(executor);
     asio::post(copy, std::forward<F>(f));
     return true;
