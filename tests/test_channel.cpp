@@ -141,6 +141,34 @@ BOOST_AUTO_TEST_CASE(close_completes_a_pending_async_send_on_a_rendezvous_channe
   BOOST_TEST((result == coral::errc::channel_closed));
 }
 
+BOOST_AUTO_TEST_CASE(async_operations_keep_their_state_in_the_handlers_allocator) {
+  asio::io_context ctx(1);
+  coral::channel<int> ch(0);
+  allocation_counts counts;
+  coral_test::counting_allocator<void> allocator(counts);
+  int received = 0;
+  boost::system::error_code send_result = asio::error::would_block;
+  ch.async_receive(asio::bind_executor(ctx, asio::bind_allocator(allocator, [&](boost::system::error_code e, int v) {
+                                         if (!e) received = v;
+                                       })));  // waits: nobody sends yet
+  BOOST_TEST(counts.allocations >= 1);
+  ch.async_send(9, asio::bind_executor(
+                       ctx, asio::bind_allocator(allocator, [&](boost::system::error_code e) { send_result = e; })));
+  ctx.run();
+  BOOST_TEST(received == 9);
+  BOOST_TEST(!send_result, send_result.message());
+  BOOST_TEST(counts.allocations >= 2);
+  BOOST_TEST(counts.allocations == counts.deallocations);
+
+  // One left pending when the context goes is freed with the same allocator.
+  {
+    asio::io_context doomed(1);
+    ch.async_receive(
+        asio::bind_executor(doomed, asio::bind_allocator(allocator, [](boost::system::error_code, int) {})));
+  }
+  BOOST_TEST(counts.allocations == counts.deallocations);
+}
+
 BOOST_AUTO_TEST_CASE(a_cancelled_receive_consumes_nothing_and_try_send_still_works) {
   coral::event_loop loop;
   coral::channel<int> ch(1);

@@ -1,15 +1,15 @@
 #define BOOST_TEST_MODULE coral spawn and job
 #include <unistd.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <fstream>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -165,6 +165,42 @@ BOOST_AUTO_TEST_CASE(completion_tokens_receive_the_outcome) {
 
   auto from_task = [&]() -> coral::task<int> { co_return co_await coral::spawn(ex, answer(), coral::use_task) + 1; };
   BOOST_TEST(get_within(coral::spawn(ex, from_task())) == 43);
+}
+
+BOOST_AUTO_TEST_CASE(spawn_with_a_token_keeps_the_handler_in_its_associated_allocator) {
+  allocation_counts counts;
+  coral_test::counting_allocator<void> allocator(counts);
+  {
+    asio::io_context ctx(1);
+    int result = 0;
+    coral::spawn(ctx, answer(), asio::bind_allocator(allocator, [&](std::exception_ptr e, int v) {
+                   if (!e) result = v;
+                 }));
+    ctx.run();
+    BOOST_TEST(result == 42);
+    BOOST_TEST(counts.allocations >= 1);
+    BOOST_TEST(counts.allocations == counts.deallocations);
+
+    // On a pool, the completion is dispatched to the handler's executor with the same allocator.
+    asio::thread_pool pool(2);
+    std::promise<int> p;
+    coral::spawn(pool, answer(), asio::bind_allocator(allocator, [&](std::exception_ptr, int v) { p.set_value(v); }));
+    auto f = p.get_future();
+    BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
+    BOOST_TEST(f.get() == 42);
+    pool.join();
+    BOOST_TEST(counts.allocations >= 2);
+
+    // A task its context never finishes: the handler goes with the job, through the allocator.
+    coral::spawn(
+        ctx,
+        [&]() -> coral::task<int> {
+          co_await coral::sleep_for(std::chrono::hours(1));
+          co_return 1;
+        },
+        asio::bind_allocator(allocator, [](std::exception_ptr, int) {}));
+  }
+  BOOST_TEST(counts.allocations == counts.deallocations);
 }
 
 BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
@@ -358,7 +394,8 @@ BOOST_AUTO_TEST_CASE(a_completion_handlers_slot_is_only_used_on_its_executor_whi
           }(yields, sleep),
           asio::bind_cancellation_slot(signal->slot(), asio::bind_executor(ctx.get_executor(), std::move(handler))));
       auto timer = std::make_shared<asio::steady_timer>(ctx.get_executor(), emit_after);
-      timer->async_wait([signal, timer](boost::system::error_code) { signal->emit(asio::cancellation_type::terminal); });
+      timer->async_wait(
+          [signal, timer](boost::system::error_code) { signal->emit(asio::cancellation_type::terminal); });
     });
     auto f = outcome->get_future();
     BOOST_TEST_REQUIRE((f.wait_for(patience) == std::future_status::ready), "iteration " << i);
@@ -370,7 +407,8 @@ BOOST_AUTO_TEST_CASE(a_completion_handlers_slot_is_only_used_on_its_executor_whi
 }
 
 // Shutdown: destroying a context frees the frames of tasks suspended on it, whatever they wait on.
-BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_timer_or_a_socket, Context, owned_contexts) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_timer_or_a_socket, Context,
+                              owned_contexts) {
   using tcp = asio::ip::tcp;
   coral::job<> sleeper, reader;
   {
@@ -412,21 +450,23 @@ struct on_destroy {
 };
 }  // namespace
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_whose_task_awaits_a_pool_child_frees_the_task_and_the_child_leaves_it_alone,
-                              Context, owned_contexts) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(
+    destroying_a_context_whose_task_awaits_a_pool_child_frees_the_task_and_the_child_leaves_it_alone, Context,
+    owned_contexts) {
   coral::job<int> j;
   std::promise<void> child_started, child_destroyed;
   {
     Context ctx;
     j = coral::spawn(ctx.get_executor(), [&]() -> coral::task<int> {
       parent_lifetime p;
-      co_return co_await [](std::promise<void>& started, std::promise<void>& destroyed) -> coral::task<int, coral::pool_executor> {
-        on_destroy d{&destroyed};
-        lifetime l;
-        started.set_value();
-        co_await 20ms;  // completes after the context is gone
-        co_return 1;
-      }(child_started, child_destroyed);
+      co_return co_await
+          [](std::promise<void>& started, std::promise<void>& destroyed) -> coral::task<int, coral::pool_executor> {
+            on_destroy d{&destroyed};
+            lifetime l;
+            started.set_value();
+            co_await 20ms;  // completes after the context is gone
+            co_return 1;
+          }(child_started, child_destroyed);
     });
     ctx.settle();
     BOOST_TEST_REQUIRE((child_started.get_future().wait_for(patience) == std::future_status::ready));

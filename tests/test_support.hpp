@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <boost/asio/bind_allocator.hpp>
 #include <coral/coral.hpp>
 #include <future>
 #include <memory>
@@ -23,6 +24,34 @@ struct lifetime {
   lifetime& operator=(const lifetime&) = default;
   lifetime& operator=(lifetime&&) noexcept = default;
   ~lifetime() { --alive; }
+};
+
+// An allocator that counts what goes through it, to prove an operation uses its handler's
+// associated allocator (and gives back all it took).
+struct allocation_counts {
+  std::atomic<int> allocations{0};
+  std::atomic<int> deallocations{0};
+};
+
+template <class T>
+struct counting_allocator {
+  using value_type = T;
+  allocation_counts* counts;
+  explicit counting_allocator(allocation_counts& c) noexcept : counts(&c) {}
+  template <class U>
+  counting_allocator(const counting_allocator<U>& other) noexcept : counts(other.counts) {}
+  T* allocate(std::size_t n) {
+    ++counts->allocations;
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    ++counts->deallocations;
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const counting_allocator<U>& other) const noexcept {
+    return counts == other.counts;
+  }
 };
 
 // The bound on every wait in the tests: long enough for a loaded sanitizer build, short enough

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <boost/asio/bind_allocator.hpp>
 #include <exception>
 #include <functional>
 #include <type_traits>
@@ -106,30 +107,36 @@ struct initiate_spawn {
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
     auto work =
         asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
-    state->when_done([handler = std::move(handler), work = std::move(work), observed, slot](job_state<T>& s) mutable {
-      if (observed) s.mark_observed();
-      std::exception_ptr error;
-      if (s.result().has_exception()) {
-        // Handed over, not shared, when the handler observes it (see task_result::release).
-        error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
-      }
-      if constexpr (std::is_void_v<T>) {
-        asio::dispatch(work, [h = std::move(handler), slot, error]() mutable {
-          if (slot.is_connected()) slot.clear();
-          std::move(h)(error);
-        });
-      } else {
-        static_assert(std::is_default_constructible_v<T>,
-                      "coral::spawn with a completion token needs a default-constructible result type (it is "
-                      "passed, default-constructed, along with the exception when the task fails)");
-        T value{};
-        if (!error) value = s.result().take();
-        asio::dispatch(work, [h = std::move(handler), slot, error, v = std::move(value)]() mutable {
-          if (slot.is_connected()) slot.clear();
-          std::move(h)(error, std::move(v));
-        });
-      }
-    });
+    // Coral's own memory for the operation (the handler's keeping and its dispatch) comes from the
+    // handler's associated allocator, as for any Asio operation.
+    auto allocator = asio::get_associated_allocator(handler);
+    state->when_done(
+        [handler = std::move(handler), work = std::move(work), observed, slot, allocator](job_state<T>& s) mutable {
+          if (observed) s.mark_observed();
+          std::exception_ptr error;
+          if (s.result().has_exception()) {
+            // Handed over, not shared, when the handler observes it (see task_result::release).
+            error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
+          }
+          if constexpr (std::is_void_v<T>) {
+            asio::dispatch(work, asio::bind_allocator(allocator, [h = std::move(handler), slot, error]() mutable {
+                             if (slot.is_connected()) slot.clear();
+                             std::move(h)(error);
+                           }));
+          } else {
+            static_assert(std::is_default_constructible_v<T>,
+                          "coral::spawn with a completion token needs a default-constructible result type (it is "
+                          "passed, default-constructed, along with the exception when the task fails)");
+            T value{};
+            if (!error) value = s.result().take();
+            asio::dispatch(work, asio::bind_allocator(
+                                     allocator, [h = std::move(handler), slot, error, v = std::move(value)]() mutable {
+                                       if (slot.is_connected()) slot.clear();
+                                       std::move(h)(error, std::move(v));
+                                     }));
+          }
+        },
+        allocator);
     // Started only now: the completion cannot run inside this initiating function.
     state->start();
     state->release();

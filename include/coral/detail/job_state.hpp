@@ -18,27 +18,64 @@ class job_state;
 // handler, a blocked waiter).
 template <class T>
 struct job_callback {
-  virtual ~job_callback() = default;
   virtual void run(job_state<T>& state) = 0;
+  // Frees the callback with the allocator it came from.
+  virtual void destroy() noexcept = 0;
   job_callback* next = nullptr;
+
+ protected:
+  ~job_callback() = default;
 };
 
-template <class T, class F>
+template <class T>
+struct job_callback_deleter {
+  void operator()(job_callback<T>* callback) const noexcept { callback->destroy(); }
+};
+template <class T>
+using job_callback_ptr = std::unique_ptr<job_callback<T>, job_callback_deleter<T>>;
+
+// `f` in memory from `Allocator` (a completion handler's associated allocator, say).
+template <class T, class F, class Allocator>
 struct job_callback_fn final : job_callback<T> {
-  explicit job_callback_fn(F f) : f(std::move(f)) {}
+  using allocator_type = typename std::allocator_traits<Allocator>::template rebind_alloc<job_callback_fn>;
+
+  static job_callback_ptr<T> make(F f, const Allocator& allocator) {
+    allocator_type a(allocator);
+    job_callback_fn* p = std::allocator_traits<allocator_type>::allocate(a, 1);
+    try {
+      std::allocator_traits<allocator_type>::construct(a, p, std::move(f), a);
+    } catch (...) {
+      std::allocator_traits<allocator_type>::deallocate(a, p, 1);
+      throw;
+    }
+    return job_callback_ptr<T>(p);
+  }
+
+  job_callback_fn(F f, const allocator_type& a) : f(std::move(f)), allocator(a) {}
   void run(job_state<T>& state) override { f(state); }
+  void destroy() noexcept override {
+    allocator_type a(allocator);
+    std::allocator_traits<allocator_type>::destroy(a, this);
+    std::allocator_traits<allocator_type>::deallocate(a, this, 1);
+  }
+
   F f;
+  allocator_type allocator;
 };
 
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
-// The executor a blocking wait on the job checks against (to throw instead of deadlocking): the
-// unserialised executor underneath, which holds no reference into its context.
-struct home_executor {
-  std::variant<std::monostate, asio::io_context::executor_type, asio::thread_pool::executor_type> executor;
+// The context a blocking wait on the job checks against (to throw instead of deadlocking): the
+// io_context or thread_pool under the task's executor, if it is one; only its address is kept.
+class home_executor {
+ public:
   bool running_in_this_thread() const noexcept;
   static home_executor of(const asio::any_io_executor& executor) noexcept;
+
+ private:
+  asio::io_context* io_ = nullptr;
+  asio::thread_pool* pool_ = nullptr;
 };
 
 // The root segment of a spawned task and the state shared with its job<T> handles: owns the
@@ -50,7 +87,7 @@ class job_state : public task_context {
  public:
   using frame_type = std::coroutine_handle<task_promise<T>>;
 
-  explicit job_state(placement where) : task_context(where), home_(home_executor::of(where.executor)) {}
+  explicit job_state(placement where) : task_context(std::move(where)), home_(home_executor::of(executor())) {}
 
   // Makes `frame` the segment's outermost coroutine (its result goes to this state).
   void attach(frame_type frame) noexcept {
@@ -71,10 +108,11 @@ class job_state : public task_context {
   bool done() const noexcept { return callbacks_.load(std::memory_order_acquire) == ended(); }
 
   // Runs `f(state)` once the job has ended: right here if it already has, otherwise on the thread
-  // that ends it. Lock-free: a callback is pushed unless the job has ended.
-  template <class F>
-  void when_done(F f) {
-    auto callback = std::make_unique<job_callback_fn<T, F>>(std::move(f));
+  // that ends it. Lock-free: a callback is pushed unless the job has ended. `f` is kept in memory
+  // from `allocator`.
+  template <class F, class Allocator = std::allocator<void>>
+  void when_done(F f, const Allocator& allocator = {}) {
+    auto callback = job_callback_fn<T, F, Allocator>::make(std::move(f), allocator);
     job_callback<T>* head = callbacks_.load(std::memory_order_acquire);
     while (head != ended()) {
       callback->next = head;
@@ -132,7 +170,7 @@ class job_state : public task_context {
     job_callback<T>* oldest_first = nullptr;
     while (newest_first) oldest_first = std::exchange(newest_first, std::exchange(newest_first->next, oldest_first));
     while (oldest_first) {
-      std::unique_ptr<job_callback<T>> callback(std::exchange(oldest_first, oldest_first->next));
+      job_callback_ptr<T> callback(std::exchange(oldest_first, oldest_first->next));
       run_callback(*callback);
     }
   }
