@@ -85,10 +85,15 @@ placement place(const asio::any_io_executor& executor, bool cancellable) {
 }
 
 task_context::task_context(placement where) : executor_(std::move(where.executor)), gate_(std::move(where.gate)) {
+  constexpr auto tracked = asio::execution::outstanding_work.tracked;
   if (auto io = io_context_executor_of(executor_)) {
-    work_.emplace<1>(asio::prefer(*io, asio::execution::outstanding_work.tracked));
+    work_.emplace<1>(asio::prefer(*io, tracked));
+  } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
+    work_.emplace<2>(asio::prefer(*pool, tracked));
+  } else if (auto* strand = executor_.target<pool_strand>()) {
+    work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
   } else {
-    work_.emplace<2>(asio::prefer(inner_executor_of(executor_), asio::execution::outstanding_work.tracked));
+    work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
   }
   gate_->link(*this);
 }
@@ -144,25 +149,18 @@ void task_context::drop_executor() noexcept {
 home_executor home_executor::of(const asio::any_io_executor& executor) noexcept {
   home_executor home;
   if (auto io = io_context_executor_of(executor)) {
-    home.executor = *io;
+    home.io_ = &io->context();
   } else if (auto* pool = executor.target<asio::thread_pool::executor_type>()) {
-    home.executor = *pool;
+    home.pool_ = &pool->context();
   } else if (auto* strand = executor.target<pool_strand>()) {
-    home.executor = strand->get_inner_executor();
+    home.pool_ = &strand->get_inner_executor().context();
   }
   return home;
 }
 
 bool home_executor::running_in_this_thread() const noexcept {
-  return std::visit(
-      [](const auto& e) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(e)>, std::monostate>) {
-          return false;
-        } else {
-          return e.running_in_this_thread();
-        }
-      },
-      executor);
+  if (io_) return io_->get_executor().running_in_this_thread();
+  return pool_ && pool_->get_executor().running_in_this_thread();
 }
 
 }  // namespace coral::detail

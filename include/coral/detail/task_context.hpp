@@ -121,16 +121,19 @@ class task_context : public gate_member {
   void abandon() noexcept override;
 
  private:
-  using tracked_io_executor = std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
-                                                                 asio::execution::outstanding_work.tracked))>;
+  template <class Executor>
+  using tracked =
+      std::decay_t<decltype(asio::prefer(std::declval<Executor>(), asio::execution::outstanding_work.tracked))>;
   void drop_executor() noexcept;
 
   asio::any_io_executor executor_;
   std::shared_ptr<context_gate> gate_;
   // As with asio::co_spawn, a running segment counts as outstanding work on its executor: an
-  // io_context's run() does not return while a task waits elsewhere. Typed on io_context (the
-  // common case) to keep it small.
-  std::variant<std::monostate, tracked_io_executor, asio::any_io_executor> work_;
+  // io_context's run() does not return while a task waits elsewhere. Typed on io_context and
+  // thread_pool (the common cases) to keep every task small; any other executor is boxed.
+  std::variant<std::monostate, tracked<asio::io_context::executor_type>, tracked<asio::thread_pool::executor_type>,
+               std::unique_ptr<asio::any_io_executor>>
+      work_;
   asio::cancellation_signal signal_;
   external_wait* external_wait_ = nullptr;
   std::atomic<std::uint32_t> keep_alive_{0};
