@@ -63,9 +63,9 @@ generator<int> count(int from, int to) {
   for (int i = from; i < to; ++i) co_yield i;
 }
 
-// Counts every value it computes.
+// Counts every value it computes (up to 1000, so that a regression fails instead of hanging).
 generator<int> counting(int& computed) {
-  for (int i = 0;; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     ++computed;
     co_yield i;
   }
@@ -427,6 +427,83 @@ BOOST_AUTO_TEST_CASE(for_each_fold_and_sum_consume_the_rest) {
   BOOST_TEST(h.sum() == 3);
 }
 
+BOOST_AUTO_TEST_CASE(under_a_terminal_operation_take_and_take_while_never_compute_the_next_value) {
+  int computed = 0;
+  BOOST_TEST(counting(computed).take(3).sum() == 3);
+  BOOST_TEST(computed == 3);
+  computed = 0;
+  BOOST_TEST(counting(computed).map([](int x) { return x * 2; }).take(2).take(5).sum() == 2);
+  BOOST_TEST(computed == 2);
+  computed = 0;
+  BOOST_TEST(counting(computed).take_while([](int x) { return x < 3; }).filter([](int) { return true; }).sum() == 3);
+  BOOST_TEST(computed == 4);
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_thrown_by_a_transform_function_reaches_the_consumer) {
+  auto failing = [](int x) {
+    if (x == 2) throw std::runtime_error("transform");
+    return x;
+  };
+  auto pred = [&](int x) { return failing(x) >= 0; };
+  auto inner = [&](int x) -> generator<int> { co_yield failing(x); };
+  for (int consume_by_sum = 0; consume_by_sum < 2; ++consume_by_sum) {
+    auto run = [&](generator<int> g) {
+      ints got;
+      if (consume_by_sum) {
+        g.for_each([&](int x) { got.push_back(x); });
+      } else {
+        for (int x : g) got.push_back(x);
+      }
+    };
+    BOOST_CHECK_THROW(run(count(0, 5).map(failing)), std::runtime_error);
+    BOOST_CHECK_THROW(run(count(0, 5).filter(pred)), std::runtime_error);
+    BOOST_CHECK_THROW(run(count(0, 5).take_while(pred)), std::runtime_error);
+    BOOST_CHECK_THROW(run(count(0, 5).flat_map(inner)), std::runtime_error);
+    BOOST_CHECK_THROW(run(count(0, 5).map(failing).take(4).map([](int x) { return x; })), std::runtime_error);
+  }
+  // The values before the failure went through.
+  auto g = count(0, 5).map(failing);
+  BOOST_TEST(g.next() == 0);
+  BOOST_TEST(g.next() == 1);
+  BOOST_CHECK_THROW(g.next(), std::runtime_error);
+  BOOST_TEST(!g.has_next());
+}
+
+BOOST_FIXTURE_TEST_CASE(map_constructs_its_result_in_place, counters_reset) {
+  auto g = count(0, 3).map([](int x) { return payload(x); });
+  int sum = 0;
+  for (auto&& p : g) sum += p.value;
+  BOOST_TEST(sum == 3);
+  BOOST_TEST(count(0, 3).map([](int x) { return payload(x); }).fold(0, [](int acc, const payload& p) {
+    return acc + p.value;
+  }) == 3);
+  BOOST_TEST(payload::copies == 0);
+  BOOST_TEST(payload::moves == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(transforms_nest_with_elements_of_and_transform_nested_generators, counters_reset) {
+  auto inner = []() -> generator<int> {
+    payload alive(0);
+    co_yield 1;
+    co_yield elements_of(count(2, 6));
+    co_yield 6;
+  };
+  auto outer = [](auto inner) -> generator<int> {
+    co_yield 0;
+    co_yield elements_of(inner().filter([](int x) { return x % 2 == 0; }).map([](int x) { return x * 10; }));
+    co_yield 7;
+  };
+  BOOST_TEST(collect(outer(inner)) == (ints{0, 20, 40, 60, 7}), boost::test_tools::per_element());
+  BOOST_TEST(outer(inner).sum() == 127);
+  {
+    auto unfinished = outer(inner).take(3);
+    BOOST_TEST(unfinished.next() == 0);
+    BOOST_TEST(unfinished.next() == 20);
+    BOOST_TEST(payload::alive == 1);
+  }
+  BOOST_TEST(payload::alive == 0);
+}
+
 BOOST_AUTO_TEST_CASE(stages_of_a_pipeline_run_one_value_at_a_time) {
   std::vector<std::string> log;
   auto say = [&](std::string what, int x) { log.push_back(what + " " + std::to_string(x)); };
@@ -672,16 +749,18 @@ BOOST_FIXTURE_TEST_CASE(a_million_chained_transforms_run_and_are_destroyed_witho
     }
   }(probe);
   for (int i = 0; i < chain; ++i) g = std::move(g).map([](int x) { return x + 1; });
-  g = std::move(g).take(3);
-  ints got;
-  for (int v : g) {
+  BOOST_TEST(g.next() == chain);
+  // The rest pushed to a terminal operation: each value goes through the chain in a loop.
+  int pushed = 0;
+  auto rest = std::move(g).take(2);
+  rest.for_each([&](int v) {
     probe.record();
-    got.push_back(v);
-  }
-  BOOST_TEST(got == (ints{chain, chain + 1, chain + 2}), boost::test_tools::per_element());
+    BOOST_TEST(v == chain + 1 + pushed++);
+  });
+  BOOST_TEST(pushed == 2);
   BOOST_TEST(probe.depth() < flat_stack);
-  BOOST_TEST(payload::alive == 1);
-  g = generator<int>();  // destroys a million and two frames, one after the other
+  BOOST_TEST(payload::alive == 1);  // the source is still there, suspended
+  rest = generator<int>();          // destroys a million and two frames, one after the other
   BOOST_TEST(payload::alive == 0);
 }
 

@@ -186,7 +186,7 @@ class generator<T>::iterator {
   reference operator*() const noexcept { return static_cast<reference>(*static_cast<object*>(top_->value)); }
   iterator& operator++() {
     top_->value = nullptr;
-    detail::advance(*top_);
+    detail::advance_stream(*top_);
     return *this;
   }
   void operator++(int) { ++*this; }
@@ -210,7 +210,7 @@ generator<T>& generator<T>::operator=(generator&& other) noexcept {
 template <class T>
 bool generator<T>::has_next() {
   if (!top_) return false;
-  if (!top_->value && !top_->self.done()) detail::advance(*top_);
+  if (!top_->value && !top_->self.done()) detail::advance_stream(*top_);
   return top_->value != nullptr;
 }
 
@@ -226,10 +226,26 @@ auto generator<T>::begin() -> iterator {
   return iterator(top_);
 }
 
+// map, filter, take and take_while run as stages (see detail/generator_promise.hpp): step() gets
+// each upstream value where the upstream yields it and says what goes on to this generator's
+// consumer.
 template <class T>
 template <class U, class F>
 generator<U> generator<T>::map_body(upstream up, F f) {
-  while (object* x = co_await up.pull()) co_yield std::invoke(f, static_cast<reference>(*x));
+  if constexpr (std::is_reference_v<std::invoke_result_t<F&, reference>>) {
+    auto step = [&f](object& x, const auto& stage) {
+      auto&& referred = std::invoke(f, static_cast<reference>(x));  // lives where f's result refers
+      return stage.pass(detail::erase_object(referred));
+    };
+    co_await up.stage(step);
+  } else {
+    detail::stage_value<U> result;
+    auto step = [&](object& x, const auto& stage) {
+      return stage.pass(
+          detail::erase_object(result.emplace([&]() -> U { return std::invoke(f, static_cast<reference>(x)); })));
+    };
+    co_await up.stage(step);
+  }
 }
 
 template <class T>
@@ -241,27 +257,26 @@ G generator<T>::flat_map_body(upstream up, F f) {
 template <class T>
 template <class P>
 generator<T> generator<T>::filter_body(upstream up, P p) {
-  while (object* x = co_await up.pull()) {
-    if (std::invoke(p, std::as_const(*x))) co_yield static_cast<reference>(*x);
-  }
+  auto step = [&p](object& x, const auto& stage) {
+    return std::invoke(p, std::as_const(x)) ? stage.pass(detail::erase_object(x)) : stage.skip();
+  };
+  co_await up.stage(step);
 }
 
 template <class T>
 generator<T> generator<T>::take_body(upstream up, std::size_t n) {
-  for (; n > 0; --n) {
-    object* x = co_await up.pull();
-    if (!x) break;
-    co_yield static_cast<reference>(*x);
-  }
+  if (n == 0) co_return;
+  auto step = [&n](object& x, const auto& stage) { return stage.pass(detail::erase_object(x), --n == 0); };
+  co_await up.stage(step);
 }
 
 template <class T>
 template <class P>
 generator<T> generator<T>::take_while_body(upstream up, P p) {
-  while (object* x = co_await up.pull()) {
-    if (!std::invoke(p, std::as_const(*x))) break;
-    co_yield static_cast<reference>(*x);
-  }
+  auto step = [&p](object& x, const auto& stage) {
+    return std::invoke(p, std::as_const(x)) ? stage.pass(detail::erase_object(x)) : stage.stop();
+  };
+  co_await up.stage(step);
 }
 
 template <class T>
@@ -273,16 +288,16 @@ void generator<T>::for_each(F f) {
   std::invoke(f, static_cast<reference>(*static_cast<object*>(std::exchange(top_->value, nullptr))));
   struct sink : detail::generator_sink {
     F& f;
-    static bool take(detail::generator_sink& self, void* value) noexcept {
+    static detail::sink_step take(detail::generator_sink& self, void* value) noexcept {
       try {
         std::invoke(static_cast<sink&>(self).f, static_cast<reference>(*static_cast<object*>(value)));
-        return true;
+        return {detail::sink_step::carry_on};
       } catch (...) {
         self.failure = std::current_exception();
-        return false;
+        return {detail::sink_step::suspend};
       }
     }
-  } to_f{{&sink::take, nullptr}, f};
+  } to_f{{&sink::take}, f};
   detail::push_all(*top_, to_f);
 }
 

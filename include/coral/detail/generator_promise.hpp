@@ -2,6 +2,7 @@
 
 #include <concepts>
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <ranges>
@@ -26,22 +27,41 @@ namespace detail {
 //   a transform frame as its upstream) plus the frames nested into it with co_yield
 //   elements_of(sub). Only the innermost of those, the stream's leaf, runs; a frame that finishes
 //   hands the stream back to the frame that nested it.
-// - A transform (map, filter, take...) is a generator frame that pulls values from its upstream
-//   stream: it suspends, and the upstream's leaf is resumed; when that leaf yields, the transform
-//   is resumed with the value.
-// - Every suspension of a generator frame returns to one loop, drive(), on the consumer's thread,
-//   after naming the frame to resume next (tls_generator_next: the nested frame, the parent, the
-//   transform waiting for a value) or none (a value, or the end, is ready for the consumer). A
-//   chain of a million nested generators or transforms therefore runs at a constant stack depth.
-// - A terminal operation (for_each, fold, sum) consumes a stream by pushing: it installs a sink on
-//   the top, and a co_yield hands its value to the sink on the spot and carries on, without
-//   suspending (a resume per value costs more than the work of most sinks).
+// - flat_map, and elements_of of a range that is not nested in place, pull from their upstream
+//   stream: the pulling frame suspends, the upstream's leaf is resumed, and when that leaf yields,
+//   the pulling frame is resumed with the value.
+// - map, filter, take and take_while run as stages: the transform's frame installs itself as the
+//   upstream's sink and suspends until the upstream ends; each value the upstream yields goes
+//   through the stage where it is yielded, and on to the transform's own consumer, without
+//   resuming the transform's frame. A value goes down a chain of stages in a loop (publish()),
+//   not in nested calls.
+// - A terminal operation (for_each, fold, sum) installs a sink too: a value yielded into its
+//   stream is handed to its function where it is yielded, and the body carries on without
+//   suspending.
+// - Every suspension of a generator frame returns to one loop, drive_stream(), on the consumer's
+//   thread, after naming the frame to resume next (tls_generator_next: the nested frame, the
+//   parent, the frame waiting for a value) or none (a value, or the end, is ready for the
+//   consumer). A chain of a million nested generators or transforms therefore runs at a constant
+//   stack depth.
 
-// A consumer that takes each value where it is yielded. take() returns false if it failed (its
-// exception is in `failure`): the yielding frame then suspends, and the consumer rethrows.
+struct generator_frame;
+
+// What a sink did with a value yielded into its stream (two words: returned in registers).
+struct sink_step {
+  enum kind_type : std::uintptr_t {
+    carry_on,   // taken: the yielding frame carries on
+    suspend,    // the yielding frame suspends (the sink has named the frame to resume next, if any)
+    pass,       // a stage passes `value` on, as yielded into its own stream
+    pass_last,  // the same, and the stage is done: once the value has gone on, the stage ends
+  } kind = carry_on;
+  void* value = nullptr;
+};
+
+// Takes the values yielded into a stream, where they are yielded: a terminal operation, or a stage.
 struct generator_sink {
-  bool (*take)(generator_sink& sink, void* value) noexcept;
-  std::exception_ptr failure;
+  sink_step (*take)(generator_sink& sink, void* value) noexcept;
+  generator_frame* stage = nullptr;  // a stage's frame (null: a terminal operation)
+  std::exception_ptr failure;        // what the sink's function threw, for the sink's owner to rethrow
 };
 
 struct generator_frame {
@@ -54,37 +74,46 @@ struct generator_frame {
   generator_frame* parent = nullptr;
   // What the body threw, until the frame's consumer (or the frame that nested it) rethrows it.
   std::exception_ptr exception;
+  // Set while this frame is a stage: the top of its upstream, whose leaf runs in its place.
+  generator_frame* staged = nullptr;
 
   // Used on a stream's top only:
   generator_frame* leaf = this;       // the innermost frame: the one to resume for the next value
-  generator_frame* puller = nullptr;  // a transform frame waiting for a value (null: the consumer)
+  generator_frame* puller = nullptr;  // the frame waiting for a value or for the end (null: the consumer)
   void* value = nullptr;              // the yielded object nobody has taken yet (null: none)
-  generator_sink* sink = nullptr;     // the terminal operation consuming the stream, if any
+  generator_sink* sink = nullptr;     // the terminal operation or stage taking the values, if any
 };
 
-// The frame drive() resumes next on this thread; null: return to the consumer.
+// The frame drive_stream() resumes next on this thread; null: return to the consumer.
 inline constinit thread_local generator_frame* tls_generator_next = nullptr;
 
+// The frame that runs for `frame`: a stage's upstream runs in its place.
+inline generator_frame* frame_to_run(generator_frame* frame) noexcept {
+  while (frame->staged) frame = frame->staged->leaf;
+  return frame;
+}
+
 // Runs the stream whose top is `top` until a value is ready for its consumer or the stream ends.
-// A generator body that consumes another generator runs a drive() of its own, which returns
-// before that body suspends: the loops nest as the bodies do, and each leaves the slot empty.
-inline void drive(generator_frame& top) {
-  top.leaf->self.resume();
+// A generator body that consumes another generator runs a drive_stream() of its own, which
+// returns before that body suspends: the loops nest as the bodies do, and each leaves the slot
+// empty.
+inline void drive_stream(generator_frame& top) {
+  frame_to_run(top.leaf)->self.resume();
   while (generator_frame* next = tls_generator_next) {
     tls_generator_next = nullptr;
-    next->self.resume();
+    frame_to_run(next)->self.resume();
   }
 }
 
-// Names the frame drive() resumes next (writing only when there is one: a plain generator's
-// consumer reads the slot once per value and nobody writes it).
+// Names the frame drive_stream() resumes next (writing only when there is one: a plain
+// generator's consumer reads the slot once per value and nobody writes it).
 inline void resume_next(generator_frame* frame) noexcept {
   if (frame) tls_generator_next = frame;
 }
 
-// drive(), then the stream's exception (once) if it ended with one.
-inline void advance(generator_frame& top) {
-  drive(top);
+// drive_stream(), then the stream's exception (once) if it ended with one.
+inline void advance_stream(generator_frame& top) {
+  drive_stream(top);
   if (!top.value && top.exception) std::rethrow_exception(std::exchange(top.exception, nullptr));
 }
 
@@ -123,14 +152,51 @@ inline void destroy_upstream(generator_frame* top) noexcept {
   tls_destroying_streams = false;
 }
 
-// co_yield v: hands v to the stream's sink, if it has one, and carries on; otherwise hands the
-// consumer (or the transform pulling from this stream) a pointer to v, which lives in the yielding
-// frame until that frame is resumed, and suspends. Returns whether to suspend. Called before the
-// frame suspends (nothing runs in between), so that the awaiter holds nothing but that answer.
+// A yielded object, as the frames keep it: untyped (generator<T> casts it back).
+template <class Object>
+void* erase_object(Object& value) noexcept {
+  return const_cast<std::remove_const_t<Object>*>(std::addressof(value));
+}
+
+// publish() once the sink of the stream has not simply taken the value: a stage passes values on
+// to its own stream, down a chain of stages in a loop.
+inline bool publish_on(generator_sink* sink, sink_step step) noexcept {
+  generator_frame* finished = nullptr;  // the first stage that took its last value
+  for (;;) {
+    if (step.kind < sink_step::pass) {
+      // A stage that has had its last value ends now if nobody waits for a value first.
+      if (step.kind == sink_step::carry_on && finished) {
+        tls_generator_next = finished;
+        return true;
+      }
+      return step.kind == sink_step::suspend;
+    }
+    if (step.kind == sink_step::pass_last) {
+      sink->stage->staged = nullptr;  // asked for its next value, it ends
+      if (!finished) finished = sink->stage;
+    }
+    generator_frame& top = *sink->stage->root;
+    if (!top.sink) {
+      top.value = step.value;
+      resume_next(top.puller);
+      return true;
+    }
+    sink = top.sink;
+    step = sink->take(*sink, step.value);
+  }
+}
+
+// co_yield v: hands v to the stream's sink if it has one; otherwise hands the consumer (or the
+// frame pulling from the stream) a pointer to v, which lives in the yielding frame until that
+// frame is resumed. Returns whether the yielding frame suspends. Called before the frame suspends
+// (nothing runs in between), so that the awaiter holds nothing but that answer.
 inline bool publish(generator_frame& frame, void* value) noexcept {
   generator_frame& top = *frame.root;
-  if (top.sink && top.sink->take(*top.sink, value)) return false;
-  if (!top.sink) top.value = value;  // (a sink that failed took the value all the same)
+  if (generator_sink* sink = top.sink) {
+    const sink_step step = sink->take(*sink, value);
+    return step.kind != sink_step::carry_on && publish_on(sink, step);
+  }
+  top.value = value;
   resume_next(top.puller);
   return true;
 }
@@ -162,7 +228,7 @@ class yield_copy_awaiter {
 inline void push_all(generator_frame& top, generator_sink& sink) {
   if (top.self.done()) return;
   top.sink = &sink;
-  drive(top);
+  drive_stream(top);
   top.sink = nullptr;
   if (sink.failure) std::rethrow_exception(std::exchange(sink.failure, nullptr));
   if (top.exception) std::rethrow_exception(std::exchange(top.exception, nullptr));
@@ -232,7 +298,93 @@ class pull_awaiter {
   generator_frame* top_;
 };
 
-// A transform's upstream: owns the top of the stream it pulls from.
+// co_await inside a stage's body (see the top of this file): makes the frame the sink of its
+// upstream, whose values go to step(Object&, stage_output&) where they are yielded, and suspends
+// until the upstream ends or the stage stops; rethrows what the upstream or step threw.
+template <class Object, class Step>
+class stage_awaiter : public generator_sink {
+ public:
+  stage_awaiter(generator_frame* upstream, Step& step) noexcept
+      : generator_sink{&take_value}, up_(upstream), step_(step) {}
+  bool await_ready() const noexcept { return !up_ || up_->self.done(); }
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> stage) noexcept {
+    frame_ = &stage.promise();
+    this->stage = frame_;
+    up_->sink = this;
+    up_->puller = frame_;  // resumed when the upstream ends
+    frame_->staged = up_;
+    // A value the upstream yielded and nobody took goes first.
+    if (void* pending = std::exchange(up_->value, nullptr); pending && publish(*up_, pending)) return;
+    tls_generator_next = frame_;  // which runs the upstream in its place
+  }
+  void await_resume() {
+    if (!up_) return;
+    up_->sink = nullptr;
+    up_->puller = nullptr;
+    if (frame_) frame_->staged = nullptr;
+    if (failure) std::rethrow_exception(std::exchange(failure, nullptr));
+    if (up_->exception) std::rethrow_exception(std::exchange(up_->exception, nullptr));
+  }
+
+  // What step returns.
+  sink_step skip() const noexcept { return {}; }  // nothing for this value; the upstream carries on
+  sink_step pass(void* value, bool last = false) const noexcept {
+    return {last ? sink_step::pass_last : sink_step::pass, value};
+  }
+  sink_step stop() const noexcept {  // the stage ends without passing this value on
+    frame_->staged = nullptr;
+    tls_generator_next = frame_;
+    return {sink_step::suspend};
+  }
+
+ private:
+  static sink_step take_value(generator_sink& sink, void* value) noexcept {
+    auto& self = static_cast<stage_awaiter&>(sink);
+    try {
+      return self.step_(*static_cast<Object*>(value), self);
+    } catch (...) {
+      self.failure = std::current_exception();
+      return self.stop();
+    }
+  }
+
+  generator_frame* up_;
+  Step& step_;
+  generator_frame* frame_ = nullptr;  // the stage's frame
+};
+
+// Where a map stage keeps the value its function returned until the consumer asks for the next
+// one (constructed in place from the function's result: no move).
+template <class V>
+class stage_value {
+ public:
+  stage_value() noexcept {}
+  stage_value(const stage_value&) = delete;
+  stage_value& operator=(const stage_value&) = delete;
+  ~stage_value() { reset(); }
+  template <class Make>
+  V& emplace(Make&& make) {
+    reset();
+    V* value = ::new (static_cast<void*>(&value_)) V(std::forward<Make>(make)());
+    full_ = true;
+    return *value;
+  }
+
+ private:
+  void reset() noexcept {
+    if (full_) {
+      value_.~V();
+      full_ = false;
+    }
+  }
+  union {
+    V value_;
+  };
+  bool full_ = false;
+};
+
+// A transform's upstream: owns the top of the stream it pulls from or stages on.
 template <class Object>
 class upstream {
  public:
@@ -243,13 +395,17 @@ class upstream {
     if (top_) destroy_upstream(top_);
   }
   pull_awaiter<Object> pull() const noexcept { return pull_awaiter<Object>(top_); }
+  template <class Step>
+  stage_awaiter<Object, Step> stage(Step& step) const noexcept {
+    return {top_, step};
+  }
 
  private:
   generator_frame* top_;
 };
 
 // The final suspension: a nested frame hands its stream back to the frame that nested it; a top
-// returns to its consumer, or to the transform waiting for its next value (which finds the end).
+// returns to its consumer, or to the frame waiting for its next value or its end.
 struct generator_final_awaiter {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
@@ -258,8 +414,9 @@ struct generator_final_awaiter {
     if (frame.parent) {
       frame.root->leaf = frame.parent;
       tls_generator_next = frame.parent;
-    } else {
-      resume_next(frame.puller);
+    } else if (generator_frame* waiting = frame.puller) {
+      waiting->staged = nullptr;  // a stage on this stream ends with it
+      tls_generator_next = waiting;
     }
   }
   void await_resume() const noexcept {}
@@ -269,11 +426,6 @@ template <class G>
 inline constexpr bool is_generator_v = false;
 template <class T>
 inline constexpr bool is_generator_v<generator<T>> = true;
-
-template <class A>
-inline constexpr bool is_pull_awaiter_v = false;
-template <class O>
-inline constexpr bool is_pull_awaiter_v<pull_awaiter<O>> = true;
 
 // What generator::map(f) yields: f's result, a value (by value, also for f returning U&&) or an
 // lvalue reference.
@@ -330,11 +482,11 @@ class generator_promise : public generator_frame {
   void return_void() const noexcept {}
 
   // co_yield of an lvalue: the consumer gets a reference to that very object.
-  generator_yield_awaiter yield_value(object& value) noexcept { return {publish(*this, to_void(value))}; }
+  generator_yield_awaiter yield_value(object& value) noexcept { return {publish(*this, erase_object(value))}; }
   // co_yield of an rvalue into a generator of values: a reference to it (a temporary lives until
   // the frame resumes).
   generator_yield_awaiter yield_value(object&& value) noexcept requires(!std::is_reference_v<T>) {
-    return {publish(*this, to_void(value))};
+    return {publish(*this, erase_object(value))};
   }
   // co_yield of a const lvalue into a generator of values: the consumer may move from what it
   // gets, so it gets a copy.
@@ -360,26 +512,25 @@ class generator_promise : public generator_frame {
     }
   }
 
-  // Inside generator bodies, only coral's transforms await (their upstream's next value); this
-  // overload is the more specialised one for a pull.
+  // Inside generator bodies, only coral's transforms await (their upstream); these overloads are
+  // more specialised than the one that refuses everything else.
   template <class O>
   pull_awaiter<O> await_transform(pull_awaiter<O> pull) const noexcept {
     return pull;
   }
+  template <class O, class Step>
+  stage_awaiter<O, Step> await_transform(stage_awaiter<O, Step> stage) const noexcept {
+    return stage;
+  }
   template <class A>
   A&& await_transform(A&& awaitable) const noexcept {
-    static_assert(is_pull_awaiter_v<std::remove_cvref_t<A>>,
+    static_assert(!sizeof(A*),
                   "a coral::generator body cannot co_await: it runs inside its consumer's call to has_next(), "
                   "next() or ++it (use co_yield; an asynchronous body needs an async generator)");
     return std::forward<A>(awaitable);
   }
 
  private:
-  // The frame keeps an untyped pointer to the yielded object; generator<T> casts it back to object*.
-  static void* to_void(object& value) noexcept {
-    return const_cast<std::remove_const_t<object>*>(std::addressof(value));
-  }
-
   template <class G>
   static generator<T> pulled_elements(G& source) {
     using source_reference = typename G::reference;
