@@ -9,6 +9,7 @@
 //   generator_sum_range_for the same, coral consumed with range-for (a resume per value).
 //   generator_pipeline      filter -> map -> take over 10M source values, consumed with range-for:
 //                           coral::generator transforms against the same std::views over an iota.
+//   generator_pipeline_fold the same, coral consumed with fold (against the same views loop).
 #include <chrono>
 #include <coral/generator.hpp>
 #include <cstdio>
@@ -83,6 +84,17 @@ double coral_pipeline(int n) {
   });
 }
 
+double coral_pipeline_fold(int n) {
+  return ns_per(n, [&] {
+    long total = count(n)
+                     .filter([](int x) { return x % 2 == 0; })
+                     .map([](int x) { return 3L * x; })
+                     .take(n / 2)
+                     .fold(0L, [](long acc, long v) { return acc + v; });
+    check(total == pipeline_expected(n), "coral pipeline fold");
+  });
+}
+
 double views_pipeline(int n) {
   return ns_per(n, [&] {
     long total = 0;
@@ -100,7 +112,8 @@ int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 10'000'000;
   const int rounds = 3;  // best of: the machines are shared and noisy
 
-  double coral_fold = 1e300, coral_for = 1e300, floor = 1e300, coral_pipe = 1e300, views_pipe = 1e300;
+  double coral_fold = 1e300, coral_for = 1e300, floor = 1e300, coral_pipe = 1e300, coral_pipe_fold = 1e300,
+         views_pipe = 1e300;
 #ifdef CORAL_BENCH_HAVE_COROUTINE2
   double coroutine2 = 1e300;
 #endif
@@ -112,6 +125,7 @@ int main(int argc, char** argv) {
 #endif
     floor = std::min(floor, plain_loop_sum(n));
     coral_pipe = std::min(coral_pipe, coral_pipeline(n));
+    coral_pipe_fold = std::min(coral_pipe_fold, coral_pipeline_fold(n));
     views_pipe = std::min(views_pipe, views_pipeline(n));
   }
 #ifdef CORAL_BENCH_HAVE_COROUTINE2
@@ -121,6 +135,7 @@ int main(int argc, char** argv) {
   std::printf("generator_sum: skipped (Boost.Context not found; scripts/bench.sh installs libboost-context1.81-dev)\n");
 #endif
   report("generator_pipeline", coral_pipe, views_pipe, "ns/value");
+  report("generator_pipeline_fold", coral_pipe_fold, views_pipe, "ns/value");
   std::printf("reference: plain loop sum %.3f ns/value (the floor); coral fold %.3f, range-for %.3f ns/value\n", floor,
               coral_fold, coral_for);
 #ifdef CORAL_BENCH_HAVE_COROUTINE2
