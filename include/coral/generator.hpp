@@ -53,11 +53,16 @@ namespace coral {
 //   a chain does not recurse either.
 // - Transforms (map, flat_map, filter, take, take_while) take the generator over (call them on an
 //   rvalue: std::move(g).map(f)) and return a new lazy generator that pulls from it; a function or
-//   predicate is stored in the new generator's frame. map and flat_map pass each element as a
-//   reference (T&&: a function taking its argument by value moves it out); predicates see a
-//   non-modifiable lvalue. take(n) and take_while(p) stop pulling as soon as they are done: the
-//   upstream never computes a value nobody asked for.
-// - for_each, fold and sum consume the rest of the generator.
+//   predicate is stored in the new generator's frame and runs on the consumer's thread, inside the
+//   call that asked for a value. map and flat_map pass each element as a reference (T&&: a
+//   function taking its argument by value moves it out); predicates see a non-modifiable lvalue.
+//   map's result is constructed in place and lives until the next value is asked for. take(n) and
+//   take_while(p) stop pulling as soon as they are done: the upstream never computes a value
+//   nobody asked for. An exception thrown by a function or predicate propagates as the body's do.
+// - for_each, fold and sum consume the rest of the generator; their function is called where the
+//   body yields each value (an exception it throws propagates out of them, not into the body).
+// - generator<T> is a std::ranges::input_range, not a view (libstdc++ 12 cannot pipe an lvalue of
+//   a move-only view): std::views take an lvalue by reference and a temporary by owning it.
 // - Destroying an unfinished generator destroys its frames (innermost first) without running them
 //   further; destructors of their locals run.
 // - A default-constructed or moved-from generator is empty.
