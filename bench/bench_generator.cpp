@@ -19,7 +19,11 @@
 #include "report.hpp"
 
 #ifdef CORAL_BENCH_HAVE_COROUTINE2
+// Boost.Coroutine2 1.81 trips g++ 12's -Wmaybe-uninitialized in its own headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/coroutine2/coroutine.hpp>
+#pragma GCC diagnostic pop
 #endif
 
 namespace {

@@ -292,6 +292,7 @@ void generator<T>::for_each(F f) {
   // it is yielded.
   std::invoke(f, static_cast<reference>(*static_cast<object*>(std::exchange(top_->value, nullptr))));
   struct sink : detail::generator_sink {
+    explicit sink(F& function) noexcept : generator_sink(&take), f(function) {}
     F& f;
     static detail::sink_step take(detail::generator_sink& self, void* value) noexcept {
       try {
@@ -302,7 +303,7 @@ void generator<T>::for_each(F f) {
         return {detail::sink_step::suspend};
       }
     }
-  } to_f{{&sink::take}, f};
+  } to_f(f);
   detail::push_all(*top_, to_f);
 }
 

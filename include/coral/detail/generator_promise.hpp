@@ -59,7 +59,10 @@ struct sink_step {
 
 // Takes the values yielded into a stream, where they are yielded: a terminal operation, or a stage.
 struct generator_sink {
-  sink_step (*take)(generator_sink& sink, void* value) noexcept;
+  using take_function = sink_step (*)(generator_sink& sink, void* value) noexcept;
+  explicit generator_sink(take_function take_value) noexcept : take(take_value) {}
+
+  take_function take;
   generator_frame* stage = nullptr;  // a stage's frame (null: a terminal operation)
   std::exception_ptr failure;        // what the sink's function threw, for the sink's owner to rethrow
 };
@@ -305,7 +308,7 @@ template <class Object, class Step>
 class stage_awaiter : public generator_sink {
  public:
   stage_awaiter(generator_frame* upstream, Step& step) noexcept
-      : generator_sink{&take_value}, up_(upstream), step_(step) {}
+      : generator_sink(&take_value), up_(upstream), step_(step) {}
   bool await_ready() const noexcept { return !up_ || up_->self.done(); }
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> stage) noexcept {
