@@ -112,14 +112,14 @@ class [[nodiscard]] generator {
   // filter: the elements for which p(x) is true.
   template <std::predicate<const value_type&> P>
   generator filter(P p) && {
-    return filter_body(upstream(release()), std::move(p));
+    return predicate_body<false>(upstream(release()), std::move(p));
   }
   // take: the first n elements.
   generator take(std::size_t n) && { return take_body(upstream(release()), n); }
   // take_while: the elements before the first one for which p(x) is false.
   template <std::predicate<const value_type&> P>
   generator take_while(P p) && {
-    return take_while_body(upstream(release()), std::move(p));
+    return predicate_body<true>(upstream(release()), std::move(p));
   }
 
   // Terminal operations: they consume the rest of the generator. If f throws, the element it was
@@ -157,11 +157,9 @@ class [[nodiscard]] generator {
   static generator<U> map_body(upstream up, F f);
   template <class G, class F>
   static G flat_map_body(upstream up, F f);
-  template <class P>
-  static generator filter_body(upstream up, P p);
+  template <bool EndAtRejected, class P>
+  static generator predicate_body(upstream up, P p);
   static generator take_body(upstream up, std::size_t n);
-  template <class P>
-  static generator take_while_body(upstream up, P p);
   template <class R>
   static generator from_body(R range);
 
@@ -259,11 +257,13 @@ G generator<T>::flat_map_body(upstream up, F f) {
   while (object* x = co_await up.pull()) co_yield elements_of(std::invoke(f, static_cast<reference>(*x)));
 }
 
+// filter (skips a rejected value) and take_while (ends at it).
 template <class T>
-template <class P>
-generator<T> generator<T>::filter_body(upstream up, P p) {
+template <bool EndAtRejected, class P>
+generator<T> generator<T>::predicate_body(upstream up, P p) {
   auto step = [&p](object& x, const auto& stage) {
-    return std::invoke(p, std::as_const(x)) ? stage.pass(detail::erase_object(x)) : stage.skip();
+    if (std::invoke(p, std::as_const(x))) return stage.pass(detail::erase_object(x));
+    return EndAtRejected ? stage.stop() : stage.skip();
   };
   co_await up.stage(step);
 }
@@ -272,15 +272,6 @@ template <class T>
 generator<T> generator<T>::take_body(upstream up, std::size_t n) {
   if (n == 0) co_return;
   auto step = [&n](object& x, const auto& stage) { return stage.pass(detail::erase_object(x), --n == 0); };
-  co_await up.stage(step);
-}
-
-template <class T>
-template <class P>
-generator<T> generator<T>::take_while_body(upstream up, P p) {
-  auto step = [&p](object& x, const auto& stage) {
-    return std::invoke(p, std::as_const(x)) ? stage.pass(detail::erase_object(x)) : stage.stop();
-  };
   co_await up.stage(step);
 }
 
