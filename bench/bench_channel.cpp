@@ -17,25 +17,10 @@
 #include "report.hpp"
 
 namespace asio = boost::asio;
-using clock_type = std::chrono::steady_clock;
 using asio_channel = asio::experimental::channel<void(boost::system::error_code, long)>;
 using asio_concurrent_channel = asio::experimental::concurrent_channel<void(boost::system::error_code, long)>;
 
 namespace {
-
-template <class F>
-double ns_per(long n, F run) {
-  auto start = clock_type::now();
-  run();
-  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() / n;
-}
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "benchmark self-check failed: %s\n", what);
-    std::abort();
-  }
-}
 
 // ---- ping-pong
 double coral_pingpong(long trips) {

@@ -17,7 +17,6 @@
 #include "report.hpp"
 
 namespace asio = boost::asio;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -58,13 +57,6 @@ void spawn_and_join(long n, Spawn spawn_one) {
   pool.join();
 }
 
-template <class F>
-double ns_per_op(long n, F run) {
-  auto start = clock_type::now();
-  run();
-  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() / n;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,13 +68,13 @@ int main(int argc, char** argv) {
   double coral_await = 1e300, asio_await = 1e300, coral_yield = 1e300, asio_yield = 1e300;
   double coral_spawn = 1e300, asio_spawn = 1e300, coral_spawn_job = 1e300;
   for (int r = 0; r < rounds; ++r) {
-    coral_await = std::min(coral_await, ns_per_op(awaits, [&] {
+    coral_await = std::min(coral_await, ns_per(awaits, [&] {
                              asio::io_context ctx(1);
                              auto j = coral::spawn(ctx, await_workload::coral_loop(awaits));
                              ctx.run();
                              if (j.get_result() != awaits) std::abort();
                            }));
-    asio_await = std::min(asio_await, ns_per_op(awaits, [&] {
+    asio_await = std::min(asio_await, ns_per(awaits, [&] {
                             asio::io_context ctx(1);
                             long result = 0;
                             asio::co_spawn(ctx, await_workload::asio_loop(awaits),
@@ -90,28 +82,28 @@ int main(int argc, char** argv) {
                             ctx.run();
                             if (result != awaits) std::abort();
                           }));
-    coral_yield = std::min(coral_yield, ns_per_op(yields, [&] {
+    coral_yield = std::min(coral_yield, ns_per(yields, [&] {
                              asio::io_context ctx(1);
                              coral::spawn(ctx, coral_yield_loop(yields));
                              ctx.run();
                            }));
-    asio_yield = std::min(asio_yield, ns_per_op(yields, [&] {
+    asio_yield = std::min(asio_yield, ns_per(yields, [&] {
                             asio::io_context ctx(1);
                             asio::co_spawn(ctx, asio_yield_loop(yields), asio::detached);
                             ctx.run();
                           }));
-    coral_spawn = std::min(coral_spawn, ns_per_op(spawns, [&] {
+    coral_spawn = std::min(coral_spawn, ns_per(spawns, [&] {
                              spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
                                coral::spawn(pool, coral_short_task(1), on_done);
                              });
                            }));
     // The same with a job handle (the task can be cancelled, so it gets a strand of its own).
-    coral_spawn_job = std::min(coral_spawn_job, ns_per_op(spawns, [&] {
+    coral_spawn_job = std::min(coral_spawn_job, ns_per(spawns, [&] {
                                  spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
                                    coral::spawn(pool, coral_short_task(1)).then([&](int v) { on_done(nullptr, v); });
                                  });
                                }));
-    asio_spawn = std::min(asio_spawn, ns_per_op(spawns, [&] {
+    asio_spawn = std::min(asio_spawn, ns_per(spawns, [&] {
                             spawn_and_join(spawns, [](asio::thread_pool& pool, auto& on_done) {
                               asio::co_spawn(pool, asio_short_task(1), on_done);
                             });

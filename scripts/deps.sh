@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what coral needs when it is missing (Debian 12, as root). Boost 1.81 is named
-# explicitly: Debian's plain libboost-dev is 1.74, too old for coral.
+# Installs what coral needs when it is missing (Debian 12, as root); --tests and --bench add what
+# the tests and the benchmarks need. Boost 1.81 is named explicitly: Debian's plain libboost-dev
+# is 1.74, too old for coral.
 set -euo pipefail
 missing=()
 command -v g++ >/dev/null || missing+=(g++)
@@ -9,6 +10,10 @@ command -v make >/dev/null || missing+=(make)
 dpkg -s libboost1.81-dev >/dev/null 2>&1 || missing+=(libboost1.81-dev)
 if [[ "${1:-}" == "--tests" ]]; then
   dpkg -s libboost-test1.81-dev >/dev/null 2>&1 || missing+=(libboost-test1.81-dev)
+fi
+# Boost.Context, for the Boost.Coroutine2 side of bench_generator only (coral does not use it).
+if [[ "${1:-}" == "--bench" ]]; then
+  dpkg -s libboost-context1.81-dev >/dev/null 2>&1 || missing+=(libboost-context1.81-dev)
 fi
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"

@@ -6,6 +6,7 @@
 #include "coral/channel.hpp"
 #include "coral/error.hpp"
 #include "coral/event_loop.hpp"
+#include "coral/generator.hpp"
 #include "coral/inline_executor.hpp"
 #include "coral/job.hpp"
 #include "coral/loop_executor.hpp"
