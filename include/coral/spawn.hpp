@@ -96,6 +96,17 @@ class spawn_cancellation {
   job_state<T>* state_;
 };
 
+// Dispatches `f` to `executor` with the memory of `allocator`. A handler without an allocator of
+// its own (std::allocator) leaves it to Asio, which then recycles per-thread memory.
+template <class Executor, class Allocator, class F>
+void dispatch_with(const Executor& executor, const Allocator& allocator, F&& f) {
+  if constexpr (std::is_same_v<Allocator, std::allocator<void>>) {
+    asio::dispatch(executor, std::forward<F>(f));
+  } else {
+    asio::dispatch(executor, asio::bind_allocator(allocator, std::forward<F>(f)));
+  }
+}
+
 struct initiate_spawn {
   template <class Handler, class Source>
   void operator()(Handler handler, asio::any_io_executor executor, Source source, bool observed) const {
@@ -119,21 +130,20 @@ struct initiate_spawn {
             error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
           }
           if constexpr (std::is_void_v<T>) {
-            asio::dispatch(work, asio::bind_allocator(allocator, [h = std::move(handler), slot, error]() mutable {
-                             if (slot.is_connected()) slot.clear();
-                             std::move(h)(error);
-                           }));
+            dispatch_with(work, allocator, [h = std::move(handler), slot, error]() mutable {
+              if (slot.is_connected()) slot.clear();
+              std::move(h)(error);
+            });
           } else {
             static_assert(std::is_default_constructible_v<T>,
                           "coral::spawn with a completion token needs a default-constructible result type (it is "
                           "passed, default-constructed, along with the exception when the task fails)");
             T value{};
             if (!error) value = s.result().take();
-            asio::dispatch(work, asio::bind_allocator(
-                                     allocator, [h = std::move(handler), slot, error, v = std::move(value)]() mutable {
-                                       if (slot.is_connected()) slot.clear();
-                                       std::move(h)(error, std::move(v));
-                                     }));
+            dispatch_with(work, allocator, [h = std::move(handler), slot, error, v = std::move(value)]() mutable {
+              if (slot.is_connected()) slot.clear();
+              std::move(h)(error, std::move(v));
+            });
           }
         },
         allocator);
