@@ -1,3 +1,6 @@
+#include <chrono>
+#include <string>
+
 #include "coral/detail/error_codes.hpp"
 
 namespace coral {
@@ -26,3 +29,16 @@ const boost::system::error_category& error_category() noexcept {
 }
 
 }  // namespace coral
+
+namespace coral::detail {
+
+std::string describe_duration(std::chrono::nanoseconds d) {
+  using namespace std::chrono;
+  const auto count = d.count();
+  if (count != 0 && count % 1'000'000'000 == 0) return std::to_string(duration_cast<seconds>(d).count()) + "s";
+  if (count % 1'000'000 == 0) return std::to_string(duration_cast<milliseconds>(d).count()) + "ms";
+  if (count % 1'000 == 0) return std::to_string(duration_cast<microseconds>(d).count()) + "us";
+  return std::to_string(count) + "ns";
+}
+
+}  // namespace coral::detail

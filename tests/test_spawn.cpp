@@ -34,35 +34,6 @@ coral::task<int> failing() {
   co_return 0;
 }
 
-// Captures what coral writes to stderr while it is alive.
-class stderr_capture {
- public:
-  stderr_capture() : file_(std::tmpfile()), saved_(dup(2)) {
-    std::fflush(stderr);
-    dup2(fileno(file_), 2);
-  }
-  ~stderr_capture() { restore(); }
-  std::string text() {
-    restore();
-    std::rewind(file_);
-    std::string s;
-    char buf[256];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, file_)) s.append(buf, n);
-    return s;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-  }
-  std::FILE* file_;
-  int saved_;
-};
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(then_catching_finally_run_once_in_order_even_when_registered_late) {

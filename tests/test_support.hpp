@@ -1,9 +1,12 @@
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
-#include <chrono>
 #include <boost/asio/bind_allocator.hpp>
+#include <chrono>
 #include <coral/coral.hpp>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <string>
@@ -89,6 +92,44 @@ std::thread::id thread_of(const Executor& ex) {
 inline std::string outcome_of(const boost::system::system_error& e) {
   return e.code() == boost::asio::error::operation_aborted ? "aborted" : e.code().message();
 }
+
+// Captures what coral writes to stderr while it is alive.
+class stderr_capture {
+ public:
+  stderr_capture() : file_(std::tmpfile()), saved_(dup(2)) {
+    std::fflush(stderr);
+    dup2(fileno(file_), 2);
+  }
+  ~stderr_capture() { restore(); }
+  // What was written so far (capture goes on).
+  std::string text_so_far() {
+    std::fflush(stderr);
+    std::rewind(file_);
+    std::string s;
+    char buf[256];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, file_)) s.append(buf, n);
+    return s;
+  }
+  std::string text() {
+    restore();
+    std::rewind(file_);
+    std::string s;
+    char buf[256];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, file_)) s.append(buf, n);
+    return s;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_;
+  int saved_;
+};
 
 // Execution contexts a test can own and destroy while tasks are suspended on them.
 // settle(): returns once the work queued so far has run (the tasks have reached their suspension).

@@ -30,16 +30,6 @@ requires(!is_task_v<std::remove_cvref_t<A>>) struct task_of<A> {
 template <class A>
 using task_of_t = typename task_of<A>::type;
 
-// The executor a spawned task runs on: its bound executor type if it has one, else the one given.
-template <class Task>
-asio::any_io_executor root_executor(asio::any_io_executor given) {
-  if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
-    return given;
-  } else {
-    return erase_executor(typename Task::executor_type{});
-  }
-}
-
 // Creates the root of a spawned task, with one object reference for the caller, not started yet.
 // If the callable throws, nothing is left behind (no state, no outstanding work).
 // `cancellable`: whether anything will be able to cancel the task (a job handle, a slot).
@@ -49,13 +39,13 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
   using T = typename task_type::value_type;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
-    auto* state = new job_state<T>(place(root_executor<task_type>(std::move(executor)), cancellable));
+    auto* state = new job_state<T>(place(task_executor<task_type>(std::move(executor)), cancellable));
     state->attach(task_type(std::move(source)).release());
     state->add_ref();
     return state;
   } else {
     using F = std::remove_cvref_t<Source>;
-    auto* state = new factory_job_state<T, F>(place(root_executor<task_type>(std::move(executor)), cancellable),
+    auto* state = new factory_job_state<T, F>(place(task_executor<task_type>(std::move(executor)), cancellable),
                                               std::forward<Source>(source));
     try {
       task_type t = state->make_task();

@@ -148,6 +148,17 @@ class task_on_awaiter {
   bool on_segment_ = false;
 };
 
+// The executor a task runs on when started as a segment of its own (spawned, or a child of
+// when_all / when_any): its bound executor type if it has one, else the one given.
+template <class Task>
+asio::any_io_executor task_executor(asio::any_io_executor given) {
+  if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
+    return given;
+  } else {
+    return erase_executor(typename Task::executor_type{});
+  }
+}
+
 template <class T, class Executor>
 auto make_task_awaiter(task<T, Executor>&& t) {
   if constexpr (std::is_same_v<Executor, inherit>) {

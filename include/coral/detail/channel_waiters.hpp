@@ -34,7 +34,8 @@ class channel_task_waiter : public Waiter, public external_wait {
   using coral_awaitable = void;
 
   explicit channel_task_waiter(std::shared_ptr<channel_state<T>> state) noexcept : state_(std::move(state)) {}
-  channel_task_waiter(const channel_task_waiter&) = delete;
+  // Movable only before it is awaited (when_all and the like take awaitables by value).
+  channel_task_waiter(channel_task_waiter&& other) noexcept : Waiter(), state_(std::move(other.state_)) {}
   channel_task_waiter& operator=(const channel_task_waiter&) = delete;
   ~channel_task_waiter() = default;
 
@@ -105,6 +106,10 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
       : channel_task_waiter<T, send_waiter<T>>(std::move(state)), value_(std::move(value)) {
     this->value = &value_;
   }
+  channel_send_awaiter(channel_send_awaiter&& other) noexcept(std::is_nothrow_move_constructible_v<T>)
+      : channel_task_waiter<T, send_waiter<T>>(std::move(other)), value_(std::move(other.value_)) {
+    this->value = &value_;
+  }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
@@ -126,6 +131,10 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
  public:
   explicit channel_receive_base(std::shared_ptr<channel_state<T>> state)
       : channel_task_waiter<T, receive_waiter<T>>(std::move(state)) {
+    this->destination = &received_;
+  }
+  channel_receive_base(channel_receive_base&& other) noexcept
+      : channel_task_waiter<T, receive_waiter<T>>(std::move(other)) {
     this->destination = &received_;
   }
 

@@ -105,6 +105,14 @@ class job_state : public task_context {
     end();
   }
 
+  // Ends the job without ever running its task (the attached frame is destroyed unstarted): it
+  // ends with no result, and lets go of the reference a running segment would have held.
+  void discard() noexcept {
+    std::exchange(frame_, nullptr).destroy();
+    end();
+    this->release();
+  }
+
   bool done() const noexcept { return callbacks_.load(std::memory_order_acquire) == ended(); }
 
   // Runs `f(state)` once the job has ended: right here if it already has, otherwise on the thread

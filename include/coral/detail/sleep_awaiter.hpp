@@ -45,6 +45,9 @@ class sleep_awaiter {
     if (auto error = std::get<0>(*results_)) throw boost::system::system_error(error, "coral: sleep");
   }
 
+ protected:
+  boost::system::error_code error() const noexcept { return std::get<0>(*results_); }
+
  private:
   using handler = resuming_handler<boost::system::error_code>;
   using io_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
@@ -53,6 +56,14 @@ class sleep_awaiter {
   std::chrono::steady_clock::time_point deadline_;
   std::variant<std::monostate, io_timer, std::unique_ptr<asio::steady_timer>> timer_;
   handler::results_type results_;
+};
+
+// As sleep_awaiter, but the outcome is returned (operation_aborted when cancelled), not thrown:
+// for timers inside coral whose cancellation is the normal case (with_timeout's).
+class sleep_outcome_awaiter : public sleep_awaiter {
+ public:
+  using sleep_awaiter::sleep_awaiter;
+  boost::system::error_code await_resume() const noexcept { return error(); }
 };
 
 }  // namespace coral::detail

@@ -1,0 +1,116 @@
+// when_all_10: awaiting 10 child tasks that complete at once, coral::when_all vs
+// asio::experimental::make_parallel_group over 10 co_spawned awaitables (wait_for_all).
+// timeout_op: an operation that finishes first (one re-queue on the executor) raced against a 1 s
+// timeout, coral::with_timeout vs `op() || timer.async_wait(use_awaitable)` (awaitable operators).
+// Both on a single-threaded io_context.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <coral/coral.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "report.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+coral::task<int> coral_child(int v) {
+  co_return v;
+}
+asio::awaitable<int> asio_child(int v) {
+  co_return v;
+}
+
+coral::task<long> coral_when_all_loop(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) {
+    auto [a, b, c, d, e, f, g, h, k, l] =
+        co_await coral::when_all(coral_child(1), coral_child(2), coral_child(3), coral_child(4), coral_child(5),
+                                 coral_child(6), coral_child(7), coral_child(8), coral_child(9), coral_child(10));
+    sum += a + b + c + d + e + f + g + h + k + l;
+  }
+  co_return sum;
+}
+
+asio::awaitable<long> asio_when_all_loop(long n) {
+  auto ex = co_await asio::this_coro::executor;
+  long sum = 0;
+  for (long i = 0; i < n; ++i) {
+    auto [order, e1, a, e2, b, e3, c, e4, d, e5, e, e6, f, e7, g, e8, h, e9, k, e10, l] =
+        co_await asio::experimental::make_parallel_group(
+            asio::co_spawn(ex, asio_child(1), asio::deferred), asio::co_spawn(ex, asio_child(2), asio::deferred),
+            asio::co_spawn(ex, asio_child(3), asio::deferred), asio::co_spawn(ex, asio_child(4), asio::deferred),
+            asio::co_spawn(ex, asio_child(5), asio::deferred), asio::co_spawn(ex, asio_child(6), asio::deferred),
+            asio::co_spawn(ex, asio_child(7), asio::deferred), asio::co_spawn(ex, asio_child(8), asio::deferred),
+            asio::co_spawn(ex, asio_child(9), asio::deferred), asio::co_spawn(ex, asio_child(10), asio::deferred))
+            .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    sum += a + b + c + d + e + f + g + h + k + l;
+  }
+  co_return sum;
+}
+
+coral::task<int> coral_op() {
+  co_await coral::yield();
+  co_return 1;
+}
+asio::awaitable<int> asio_op() {
+  co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  co_return 1;
+}
+
+coral::task<long> coral_timeout_loop(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) sum += co_await coral::with_timeout(1s, coral_op());
+  co_return sum;
+}
+
+asio::awaitable<long> asio_timeout_loop(long n) {
+  using namespace asio::experimental::awaitable_operators;
+  auto ex = co_await asio::this_coro::executor;
+  long sum = 0;
+  for (long i = 0; i < n; ++i) {
+    asio::steady_timer timer(ex, 1s);
+    auto r = co_await (asio_op() || timer.async_wait(asio::use_awaitable));
+    if (r.index() == 0) sum += std::get<0>(r);
+  }
+  co_return sum;
+}
+
+template <class CoralLoop, class AsioLoop>
+void compare(const char* name, long n, long expected, CoralLoop coral_loop, AsioLoop asio_loop) {
+  long coral_sum = 0, asio_sum = 0;
+  const double c = ns_per(n, [&] {
+    asio::io_context ctx(1);
+    auto j = coral::spawn(ctx, coral_loop(n));
+    ctx.run();
+    coral_sum = j.get_result();
+  });
+  const double a = ns_per(n, [&] {
+    asio::io_context ctx(1);
+    asio::co_spawn(ctx, asio_loop(n), [&](std::exception_ptr e, long v) {
+      if (e) std::abort();
+      asio_sum = v;
+    });
+    ctx.run();
+  });
+  check(coral_sum == expected && asio_sum == expected, name);
+  report(name, c, a, "ns/op");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long n = argc > 1 ? std::atol(argv[1]) : 200'000;
+  const std::string only = argc > 2 ? argv[2] : "";  // one case, for profiling
+  if (only.empty() || only == "when_all_10") compare("when_all_10", n, 55 * n, coral_when_all_loop, asio_when_all_loop);
+  if (only.empty() || only == "timeout_op") compare("timeout_op", n, n, coral_timeout_loop, asio_timeout_loop);
+  std::printf("summary: targets when_all_10 <= 0.3, timeout_op <= 0.5\n");
+}

@@ -1,0 +1,160 @@
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "coral/detail/job_state.hpp"
+#include "coral/detail/suspended_task.hpp"
+
+namespace coral::detail {
+
+// Whether `e` is cancellation (a system_error with operation_aborted).
+inline bool is_operation_aborted(const std::exception_ptr& e) noexcept {
+  try {
+    std::rethrow_exception(e);
+  } catch (const boost::system::system_error& error) {
+    return error.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+// The links of a task group's child in its group's list (guarded by the group's mutex).
+struct group_link {
+  task_context* context = nullptr;
+  group_link* prev = nullptr;
+  group_link* next = nullptr;
+};
+
+// The state shared by a task_group and its children: the children still running, the first
+// failure, and the task waiting in join(). Freed when the group and every child have let go.
+//
+// Lock discipline: `mutex_` guards the list, the failure and the joiner; cancelling children and
+// resuming the joiner happen after it is released.
+class group_state {
+ public:
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Links a child that is about to start (holding an object reference to it). A group that was
+  // cancelled, or whose child failed, cancels it at once.
+  void add(group_link& link) {
+    bool cancel_now;
+    {
+      std::lock_guard lock(mutex_);
+      link.next = children_;
+      if (children_) children_->prev = &link;
+      children_ = &link;
+      ++running_;
+      cancel_now = cancelled_;
+    }
+    link.context->add_ref();
+    if (cancel_now) link.context->cancel();
+  }
+
+  // A child ended (any thread): unlinks it; its failure, if first, is kept and cancels the others;
+  // the last one resumes the joiner.
+  void child_ended(group_link& link, std::exception_ptr failure) noexcept {
+    bool cancel_others = false;
+    suspended_task joiner;
+    bool resume = false;
+    const bool aborted = failure && is_operation_aborted(failure);
+    {
+      std::lock_guard lock(mutex_);
+      (link.prev ? link.prev->next : children_) = link.next;
+      if (link.next) link.next->prev = link.prev;
+      // Once the group is cancelled, children ending with operation_aborted did what they were
+      // told: that is not a failure to report. (A dropped exception is freed after the lock.)
+      if (failure && !failure_ && !(cancelled_ && aborted)) {
+        failure_ = std::move(failure);
+        cancel_others = !cancelled_;
+        cancelled_ = true;
+      }
+      if (--running_ == 0 && joiner_waiting_) {
+        joiner_waiting_ = false;
+        joiner = std::move(joiner_);
+        resume = true;
+      }
+    }
+    link.context->release();
+    if (cancel_others) cancel_children();
+    if (resume) joiner.resume_later();
+  }
+
+  // Cancels every running child, and every child added from now on until the group is joined.
+  void cancel() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      cancelled_ = true;
+    }
+    cancel_children();
+  }
+
+  std::size_t size() const noexcept {
+    std::lock_guard lock(mutex_);
+    return running_;
+  }
+
+  // The joiner: true if it must wait (children are running); it is then resumed by the last one.
+  template <class Promise>
+  bool wait(std::coroutine_handle<Promise> coroutine) {
+    std::lock_guard lock(mutex_);
+    if (running_ == 0) return false;
+    joiner_.keep(coroutine);
+    joiner_waiting_ = true;
+    return true;
+  }
+
+  // The joiner's context is shutting down: true if it was still waiting (it is let go of).
+  bool abandon_wait() noexcept {
+    suspended_task joiner;
+    {
+      std::lock_guard lock(mutex_);
+      if (!joiner_waiting_) return false;
+      joiner_waiting_ = false;
+      joiner = std::move(joiner_);
+    }
+    joiner.let_go();
+    return true;
+  }
+
+  // After a join: the first failure (handed over once), and the group is usable again.
+  std::exception_ptr take_failure() noexcept {
+    std::lock_guard lock(mutex_);
+    cancelled_ = false;
+    return std::exchange(failure_, nullptr);
+  }
+
+ private:
+  ~group_state() {
+    // A failure nobody joined to see is reported, not lost.
+    if (failure_) report_unobserved_exception(failure_);
+  }
+
+  void cancel_children() noexcept {
+    std::vector<context_ref> running;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto* l = children_; l; l = l->next) running.emplace_back(l->context);
+    }
+    for (auto& child : running) child->cancel();
+  }
+
+  mutable std::mutex mutex_;
+  group_link* children_ = nullptr;
+  std::size_t running_ = 0;
+  bool cancelled_ = false;
+  std::exception_ptr failure_;
+  suspended_task joiner_;
+  bool joiner_waiting_ = false;
+  std::atomic<int> refs_{1};
+};
+
+}  // namespace coral::detail

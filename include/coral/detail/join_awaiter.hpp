@@ -1,0 +1,192 @@
+#pragma once
+
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "coral/detail/join_state.hpp"
+#include "coral/task.hpp"
+
+namespace coral::detail {
+
+// What a join hands back for a child's result: `void` becomes std::monostate.
+template <class T>
+using join_value_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+template <class T>
+join_value_t<T> take_join_value(task_result<T>& result) {
+  if constexpr (std::is_void_v<T>) {
+    result.release();
+    return {};
+  } else {
+    return result.release();
+  }
+}
+
+// What awaiting `A` in a task yields: a coral awaitable's await_resume(), nothing for a duration.
+template <class A>
+struct awaited_by_task {
+  using type = decltype(std::declval<A&>().await_resume());
+};
+template <class Rep, class Period>
+struct awaited_by_task<std::chrono::duration<Rep, Period>> {
+  using type = void;
+};
+
+template <class A>
+concept join_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>> || requires {
+  typename std::remove_cvref_t<A>::coral_awaitable;
+};
+
+// What when_any accepts: tasks and durations. Channel operations and other awaitables that hand
+// over a value are not accepted yet: a loser could consume a value and lose it (a lossless select
+// needs a claim the channel checks before handing a value over).
+template <class A>
+concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>>;
+
+template <class R, class A>
+task<R> await_in_task(A awaitable) {
+  if constexpr (std::is_void_v<R>) {
+    co_await std::move(awaitable);
+  } else {
+    co_return co_await std::move(awaitable);
+  }
+}
+
+// A join's argument as a task: a task as it is, an awaitable (channel operation, sleep, lock...)
+// inside a task that awaits it on the parent's executor.
+template <join_argument A>
+auto as_join_task(A&& a) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (is_task_v<D>) {
+    return D(std::forward<A>(a));
+  } else {
+    return await_in_task<typename awaited_by_task<D>::type>(D(std::forward<A>(a)));
+  }
+}
+
+template <class A>
+using join_task_t = decltype(as_join_task(std::declval<A>()));
+
+// Awaits a fixed set of tasks as children of a join (when_all / when_any of arguments).
+template <join_kind Kind, class... Tasks>
+class tuple_join_awaiter : protected join_awaiter_base {
+ public:
+  using coral_awaitable = void;
+
+  explicit tuple_join_awaiter(Tasks... tasks) : tasks_(std::move(tasks)...) {
+    std::apply(
+        [](const auto&... t) {
+          if ((!t.valid() || ...)) {
+            throw std::logic_error(
+                "coral: when_all / when_any of a task that is empty (moved from or already awaited)");
+          }
+        },
+        tasks_);
+  }
+  tuple_join_awaiter(tuple_join_awaiter&&) = default;
+  ~tuple_join_awaiter() {
+    std::apply([](auto*... m) { (release_member(m), ...); }, members_);
+  }
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    return suspend(parent, std::index_sequence_for<Tasks...>{});
+  }
+
+ protected:
+  template <std::size_t I>
+  auto& result() noexcept {
+    return std::get<I>(members_)->result();
+  }
+
+  // The index of the child that decided the join (first failure / first end), or -1.
+  std::ptrdiff_t decisive() noexcept {
+    finish_waiting();
+    return join().decisive();
+  }
+
+  // Rethrows child `i`'s exception, if it has one.
+  template <std::size_t... I>
+  void rethrow_if_failed(std::size_t i, std::index_sequence<I...>) {
+    ((I == i && result<I>().has_exception() ? (void)result<I>().release() : void()), ...);
+  }
+
+ private:
+  template <class Promise, std::size_t... I>
+  bool suspend(std::coroutine_handle<Promise> parent, std::index_sequence<I...>) {
+    open(parent, Kind, sizeof...(Tasks));
+    const auto& executor = parent.promise().context().executor();
+    ((std::get<I>(members_) = make_member(std::get<I>(tasks_).release(),
+                                          task_executor<std::tuple_element_t<I, std::tuple<Tasks...>>>(executor), I)),
+     ...);
+    begin_start();
+    (start(*std::get<I>(members_)), ...);
+    return end_start();
+  }
+
+  template <class Member>
+  static void release_member(Member* m) noexcept {
+    if (m) m->release();
+  }
+
+  std::tuple<Tasks...> tasks_;
+  std::tuple<join_member<typename Tasks::value_type>*...> members_{};
+};
+
+// Awaits a vector of tasks as children of a join (when_all / when_any of a vector).
+template <join_kind Kind, class Task>
+class vector_join_awaiter : protected join_awaiter_base {
+ public:
+  using coral_awaitable = void;
+  using value_type = typename Task::value_type;
+
+  explicit vector_join_awaiter(std::vector<Task> tasks) : tasks_(std::move(tasks)) {
+    for (const auto& t : tasks_) {
+      if (!t.valid())
+        throw std::logic_error("coral: when_all / when_any of a task that is empty (moved from or already awaited)");
+    }
+  }
+  vector_join_awaiter(vector_join_awaiter&&) = default;
+  ~vector_join_awaiter() {
+    for (auto* m : members_) m->release();
+  }
+
+  bool await_ready() const noexcept { return tasks_.empty(); }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    open(parent, Kind, tasks_.size());
+    const auto& executor = parent.promise().context().executor();
+    members_.reserve(tasks_.size());
+    for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      members_.push_back(make_member(tasks_[i].release(), task_executor<Task>(executor), i));
+    }
+    begin_start();
+    for (auto* m : members_) start(*m);
+    return end_start();
+  }
+
+ protected:
+  std::size_t size() const noexcept { return members_.size(); }
+  task_result<value_type>& result(std::size_t i) noexcept { return members_[i]->result(); }
+  std::ptrdiff_t decisive() noexcept {
+    if (members_.empty()) return -1;
+    finish_waiting();
+    return join().decisive();
+  }
+
+ private:
+  std::vector<Task> tasks_;
+  std::vector<join_member<value_type>*> members_;
+};
+
+}  // namespace coral::detail

@@ -1,0 +1,240 @@
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "coral/detail/job_state.hpp"
+#include "coral/detail/suspended_task.hpp"
+
+namespace coral::detail {
+
+// What ends a join early: the first failure (when_all: the siblings are cancelled) or the first
+// child to end at all (when_any: the losers are cancelled). Either way every child is awaited.
+enum class join_kind { first_failure, first_end };
+
+// A parent task waiting on a set of children, each running as a segment of its own (its own
+// executor, signal and cancellation flag). Shared by the parent's awaiter and the children, and
+// freed by whichever lets go last.
+//
+// `remaining_` counts the children that have not ended, plus one for the parent while it is
+// still starting them: so the parent is resumed only by the last child to end after the start,
+// and finds out by itself when they all ended during the start (children that finish without
+// suspending), in which case it does not suspend at all.
+class join_state {
+ public:
+  join_state(join_kind kind, std::size_t children) : kind_(kind), remaining_(children + 1) {
+    children_.reserve(children);
+  }
+  join_state(const join_state&) = delete;
+  join_state& operator=(const join_state&) = delete;
+
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Before any child starts: registers a child (holding an object reference to it).
+  void add_child(task_context& child) {
+    children_.push_back(&child);
+    child.add_ref();
+  }
+
+  // A child ended (any thread). The decisive one cancels all its siblings.
+  // Releases the child's reference to the join.
+  void child_ended(std::size_t index, bool failed) noexcept {
+    if (kind_ == join_kind::first_end || failed) {
+      std::ptrdiff_t none = -1;
+      if (decisive_.compare_exchange_strong(none, static_cast<std::ptrdiff_t>(index), std::memory_order_acq_rel)) {
+        cancel_children(asio::cancellation_type::all, index);
+      }
+    }
+    arrive();
+    release();
+  }
+
+  // The index of the child that ended the join early (first failure / first end), or -1.
+  std::ptrdiff_t decisive() const noexcept { return decisive_.load(std::memory_order_acquire); }
+
+  // Any thread: cancels every child but `except`.
+  void cancel_children(asio::cancellation_type type, std::size_t except = static_cast<std::size_t>(-1)) noexcept {
+    for (std::size_t i = 0; i < children_.size(); ++i) {
+      if (i != except) children_[i]->cancel(type);
+    }
+  }
+
+  // The parent, once it has started every child: true if it must suspend (some child is still
+  // running and will resume it), false if they have all ended already.
+  bool parent_arrives() noexcept {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return true;
+    link_.store(completed, std::memory_order_relaxed);  // nobody else looks at it any more
+    return false;
+  }
+
+  // The parent's context is shutting down: true if the parent let go before the children ended
+  // (they are then cancelled and nobody resumes the parent).
+  bool detach() noexcept {
+    int expected = waiting;
+    return link_.compare_exchange_strong(expected, detached, std::memory_order_acq_rel);
+  }
+
+  suspended_task parent;
+
+ private:
+  ~join_state() {
+    for (auto* child : children_) child->release();
+  }
+
+  void arrive() noexcept {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    int expected = waiting;
+    if (link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) parent.resume_later();
+  }
+
+  enum : int { waiting, completed, detached };
+
+  const join_kind kind_;
+  std::atomic<std::size_t> remaining_;
+  std::atomic<std::ptrdiff_t> decisive_{-1};
+  std::atomic<int> link_{waiting};
+  std::atomic<int> refs_{1};
+  // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
+  std::vector<task_context*> children_;
+};
+
+// A child of a join: a segment whose end is reported to the join. Its result stays here until
+// the parent takes it.
+template <class T>
+class join_member final : public job_state<T> {
+ public:
+  join_member(placement where, join_state& join, std::size_t index)
+      : job_state<T>(std::move(where)), join_(&join), index_(index) {
+    join_->add_ref();
+  }
+
+ protected:
+  void on_end() noexcept override {
+    // The parent takes the result, or drops it on purpose (a loser, a sibling of the first
+    // failure): never an unobserved exception.
+    this->mark_observed();
+    // The join holds a reference to this member until it goes: let go of it here, not in the
+    // destructor, or neither would ever go.
+    std::exchange(join_, nullptr)->child_ended(index_, this->result().has_exception());
+  }
+
+ private:
+  join_state* join_;
+  std::size_t index_;
+};
+
+// Forwards the parent's cancellation to every child of the join (installed in the parent's slot,
+// so it runs on the parent's executor; each child's signal is emitted on the child's executor).
+struct forward_join_cancellation {
+  join_state* join;
+  explicit forward_join_cancellation(join_state* j) noexcept : join(j) { join->add_ref(); }
+  forward_join_cancellation(const forward_join_cancellation&) = delete;
+  ~forward_join_cancellation() { join->release(); }
+  void operator()(asio::cancellation_type type) const { join->cancel_children(type); }
+};
+
+// The parent's side of a join, for awaiters that own their children's states: creates the join,
+// starts the children, suspends, and lets go if the parent's context shuts down.
+class join_awaiter_base : public external_wait {
+ public:
+  join_awaiter_base() noexcept = default;
+  join_awaiter_base(join_awaiter_base&& other) noexcept
+      : join_(std::exchange(other.join_, nullptr)), parent_context_(other.parent_context_), forward_(other.forward_) {}
+  join_awaiter_base& operator=(join_awaiter_base&&) = delete;
+
+ protected:
+  ~join_awaiter_base() {
+    if (join_) {
+      // The frame is going away while children may still run (its context shut down): they are
+      // cancelled and clean up after themselves.
+      if (join_->detach()) join_->cancel_children(asio::cancellation_type::all);
+      join_->release();
+    }
+  }
+
+  // Suspends the parent and creates the join; then the caller creates the members (make_member)
+  // and calls start_members.
+  template <class Promise>
+  void open(std::coroutine_handle<Promise> parent, join_kind kind, std::size_t children) {
+    join_ = new join_state(kind, children);
+    join_->parent.suspend(parent);
+    parent_context_ = &parent.promise().context();
+  }
+
+  // A member running `frame` on `executor` (the parent's executor when the task type has none).
+  template <class T>
+  join_member<T>* make_member(std::coroutine_handle<task_promise<T>> frame, asio::any_io_executor executor,
+                              std::size_t index) {
+    struct frame_guard {
+      std::coroutine_handle<task_promise<T>> f;
+      ~frame_guard() {
+        if (f) f.destroy();
+      }
+    } guard{frame};
+    // Always cancellable: a sibling's failure or a win cancels it.
+    auto* member = new join_member<T>(place(executor, true), *join_, index);
+    member->attach(std::exchange(guard.f, nullptr));
+    member->add_ref();  // the awaiter's, until it has taken the result
+    join_->add_child(*member);
+    return member;
+  }
+
+  // Once every member exists: lets the parent's cancellation reach them and registers the wait.
+  void begin_start() {
+    forward_ = parent_context_->op_slot().is_connected();
+    if (forward_) parent_context_->slot().template emplace<forward_join_cancellation>(join_);
+    parent_context_->set_external_wait(this);
+  }
+
+  // Starts a member: on the spot when it runs on the parent's executor, else through its own.
+  // Once the join is decided (a child failed, or won), the members not started yet never run.
+  template <class T>
+  void start(join_member<T>& member) {
+    if (join_->decisive() >= 0) {
+      member.discard();
+    } else if (member.executor() == parent_context_->executor()) {
+      member.start_here();
+    } else {
+      member.start();
+    }
+  }
+
+  // Once every member has started: whether the parent must suspend.
+  bool end_start() noexcept {
+    if (join_->parent_arrives()) return true;
+    // Every child ended while being started: carry on without suspending.
+    finish_waiting();
+    join_->parent.let_go();
+    return false;
+  }
+
+  // After the resumption (or instead of suspending).
+  void finish_waiting() noexcept {
+    parent_context_->set_external_wait(nullptr);
+    if (forward_) {
+      parent_context_->slot().clear();
+      forward_ = false;
+    }
+  }
+
+  join_state& join() const noexcept { return *join_; }
+
+ private:
+  void abandon() noexcept override {
+    if (!join_->detach()) return;  // the children have ended and the parent's resumption is queued
+    join_->cancel_children(asio::cancellation_type::all);
+    join_->parent.let_go();  // may destroy the frame holding this awaiter
+  }
+
+  join_state* join_ = nullptr;
+  task_context* parent_context_ = nullptr;
+  bool forward_ = false;
+};
+
+}  // namespace coral::detail

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "coral/detail/join_awaiter.hpp"
+#include "coral/task.hpp"
+
+namespace coral {
+
+// `auto r = co_await when_any(x(), y());` runs the tasks concurrently, as children of the
+// awaiting task; the first to *end* wins, whether with a value or an exception. The others are
+// cancelled and awaited, then the awaiting task resumes (on its own executor) with the winner's
+// result as a std::variant by position (`r.index()` says which; a `void` result is
+// std::monostate), or the winner's exception is rethrown. Losers finish at once: their waits end
+// with operation_aborted as soon as they are cancelled (no waiting for a timer to expire).
+//
+// - Arguments are tasks or durations (`when_any(work(), 5s)`: the index says whether the work
+//   or the sleep ended first); tasks run on their bound executor type, else on the awaiting
+//   task's executor.
+// - Cancelling the awaiting task cancels every child; the first to end then typically ends with
+//   operation_aborted, which is rethrown.
+// - If the awaiting task's execution context shuts down meanwhile, the children are cancelled
+//   and the awaiting task's frames are destroyed with the context.
+// - A losing task may already have done part of its work before it was cancelled (a loser that
+//   received from a channel inside its body has consumed that value).
+template <detail::race_argument... A>
+requires(sizeof...(A) > 0) auto when_any(A&&... a);
+
+// `auto [index, value] = co_await when_any(std::move(tasks));` as above, for a vector of tasks:
+// the winner's index and result (std::monostate for `task<void>`). An empty vector throws
+// std::invalid_argument.
+template <class T, class E>
+auto when_any(std::vector<task<T, E>> tasks);
+
+namespace detail {
+
+template <class... Tasks>
+class when_any_awaiter : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
+  using base = tuple_join_awaiter<join_kind::first_end, Tasks...>;
+  using result_type = std::variant<join_value_t<typename Tasks::value_type>...>;
+
+ public:
+  using base::base;
+
+  result_type await_resume() {
+    const auto winner = static_cast<std::size_t>(this->decisive());
+    return resume(winner, std::index_sequence_for<Tasks...>{});
+  }
+
+ private:
+  template <std::size_t... I>
+  result_type resume(std::size_t winner, std::index_sequence<I...> indices) {
+    this->rethrow_if_failed(winner, indices);
+    std::optional<result_type> r;
+    ((I == winner ? (void)r.emplace(std::in_place_index<I>, take_join_value(this->template result<I>())) : void()),
+     ...);
+    return std::move(*r);
+  }
+};
+
+template <class Task>
+class when_any_vector_awaiter : public vector_join_awaiter<join_kind::first_end, Task> {
+  using base = vector_join_awaiter<join_kind::first_end, Task>;
+
+ public:
+  explicit when_any_vector_awaiter(std::vector<Task> tasks) : base(check(std::move(tasks))) {}
+
+  std::pair<std::size_t, join_value_t<typename Task::value_type>> await_resume() {
+    const auto winner = static_cast<std::size_t>(this->decisive());
+    return {winner, take_join_value(this->result(winner))};
+  }
+
+ private:
+  static std::vector<Task> check(std::vector<Task> tasks) {
+    if (tasks.empty()) throw std::invalid_argument("coral::when_any: no tasks to wait for (the vector is empty)");
+    return tasks;
+  }
+};
+
+}  // namespace detail
+
+template <detail::race_argument... A>
+requires(sizeof...(A) > 0) auto when_any(A&&... a) {
+  return detail::when_any_awaiter<detail::join_task_t<A>...>(detail::as_join_task(std::forward<A>(a))...);
+}
+
+template <class T, class E>
+auto when_any(std::vector<task<T, E>> tasks) {
+  return detail::when_any_vector_awaiter<task<T, E>>(std::move(tasks));
+}
+
+}  // namespace coral

@@ -1,0 +1,466 @@
+#define BOOST_TEST_MODULE coral structured concurrency
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+
+namespace {
+
+// Where a test's tasks run: every executor kind the rules must hold on.
+struct on_event_loop {
+  static constexpr const char* name = "event_loop";
+  coral::event_loop loop;
+  asio::any_io_executor get_executor() { return loop.get_executor(); }
+};
+struct on_io_context_2_threads {
+  running_io_context context{2};
+  asio::any_io_executor get_executor() { return context.get_executor(); }
+};
+struct on_thread_pool {
+  asio::thread_pool pool{2};
+  asio::any_io_executor get_executor() { return pool.get_executor(); }
+  ~on_thread_pool() {
+    pool.stop();
+    pool.join();
+  }
+};
+struct on_pool_strand {
+  asio::thread_pool pool{2};
+  asio::any_io_executor get_executor() { return asio::make_strand(pool.get_executor()); }
+  ~on_pool_strand() {
+    pool.stop();
+    pool.join();
+  }
+};
+struct on_default_pool {
+  asio::any_io_executor get_executor() { return coral::pool_executor{}; }
+};
+using places = std::tuple<on_event_loop, on_io_context_2_threads, on_thread_pool, on_pool_strand, on_default_pool>;
+
+coral::task<int> value_after(std::chrono::milliseconds d, int v) {
+  co_await coral::sleep_for(d);
+  co_return v;
+}
+
+coral::task<int> fail_after(std::chrono::milliseconds d, std::string what) {
+  co_await coral::sleep_for(d);
+  throw std::runtime_error(what);
+}
+
+// Sleeps for an hour unless cancelled; records that it was cancelled and that its frame is gone.
+coral::task<int> sleeper(std::shared_ptr<std::atomic<int>> aborted) {
+  lifetime alive;
+  try {
+    co_await coral::sleep_for(std::chrono::hours(1));
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) ++*aborted;
+    throw;
+  }
+  co_return 0;
+}
+
+coral::task<int> immediate(int v) {
+  co_return v;
+}
+
+coral::task<> nothing() {
+  co_return;
+}
+
+coral::task<int, coral::pool_executor> on_pool(int v) {
+  co_await coral::yield();
+  co_return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_returns_every_result_by_position, Place, places) {
+  Place place;
+  coral::channel<std::string> ch(1);
+  BOOST_TEST(ch.try_send("hello"));
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<bool> {
+    auto [a, b, c, d, e, f] = co_await coral::when_all(value_after(5ms, 1), immediate(2), nothing(), on_pool(4),
+                                                       ch.receive(), std::chrono::milliseconds(1));
+    co_return a == 1 && b == 2 && std::is_same_v<decltype(c), std::monostate>&& d == 4 && e == "hello" &&
+        std::is_same_v<decltype(f), std::monostate>;
+  });
+  BOOST_TEST(get_within(std::move(j)));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_of_a_vector_returns_results_in_order, Place, places) {
+  Place place;
+  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::vector<int>> {
+    std::vector<coral::task<int>> tasks;
+    for (int i = 0; i < 20; ++i) tasks.push_back(value_after(std::chrono::milliseconds(20 - i), i));
+    co_return co_await coral::when_all(std::move(tasks));
+  });
+  std::vector<int> expected;
+  for (int i = 0; i < 20; ++i) expected.push_back(i);
+  BOOST_TEST(get_within(std::move(j)) == expected, boost::test_tools::per_element());
+
+  auto empty = coral::spawn(place.get_executor(), []() -> coral::task<std::size_t> {
+    auto results = co_await coral::when_all(std::vector<coral::task<int>>{});
+    co_return results.size();
+  });
+  BOOST_TEST(get_within(std::move(empty)) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_cancels_the_siblings_of_the_first_failure_waits_for_them_and_rethrows_it, Place,
+                              places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    try {
+      co_await coral::when_all(sleeper(aborted), fail_after(2ms, "first"), sleeper(aborted),
+                               fail_after(std::chrono::hours(1), "never"));
+    } catch (const std::runtime_error& e) {
+      // The siblings have ended before the failure is rethrown.
+      co_return std::string(e.what()) + " " + std::to_string(aborted->load()) + " " + std::to_string(lifetime::alive);
+    }
+    co_return "no failure";
+  });
+  BOOST_TEST(get_within(std::move(j)) == "first 2 0");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(when_any_returns_the_first_to_end_after_cancelling_and_awaiting_the_others, Place,
+                              places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    auto r = co_await coral::when_any(sleeper(aborted), value_after(2ms, 7), sleeper(aborted));
+    co_return std::to_string(r.index()) + " " + std::to_string(std::get<1>(r)) + " " + std::to_string(aborted->load()) +
+        " " + std::to_string(lifetime::alive);
+  });
+  BOOST_TEST(get_within(std::move(j)) == "1 7 2 0");
+
+  auto vector_job = coral::spawn(place.get_executor(), [&]() -> coral::task<std::pair<std::size_t, int>> {
+    std::vector<coral::task<int>> tasks;
+    tasks.push_back(sleeper(aborted));
+    tasks.push_back(sleeper(aborted));
+    tasks.push_back(value_after(1ms, 9));
+    co_return co_await coral::when_any(std::move(tasks));
+  });
+  auto [index, v] = get_within(std::move(vector_job));
+  BOOST_TEST(index == 2u);
+  BOOST_TEST(v == 9);
+  BOOST_TEST(aborted->load() == 4);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_failed_winner_is_rethrown_without_waiting_for_a_long_timer, Place, places) {
+  // asio #900: `op || timer` waited for the whole timer when `op` threw.
+  Place place;
+  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
+    try {
+      co_await coral::when_any(fail_after(1ms, "op failed"), std::chrono::hours(1));
+    } catch (const std::runtime_error& e) {
+      co_return e.what();
+    }
+    co_return "no failure";
+  });
+  BOOST_TEST(get_within(std::move(j)) == "op failed");
+
+  auto timed = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
+    try {
+      co_await coral::with_timeout(std::chrono::hours(1), fail_after(1ms, "op failed"));
+    } catch (const std::runtime_error& e) {
+      co_return e.what();
+    }
+    co_return "no failure";
+  });
+  BOOST_TEST(get_within(std::move(timed)) == "op failed");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_the_awaiting_task_cancels_and_awaits_every_child, Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  std::promise<void> started;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+    auto first = [&]() -> coral::task<int> {
+      started.set_value();
+      co_return co_await sleeper(aborted);
+    };
+    auto [a, b, c] = co_await coral::when_all(first(), sleeper(aborted), on_pool(1));
+    co_return a + b + c;
+  });
+  BOOST_REQUIRE(started.get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  BOOST_TEST(aborted->load() == 2);
+  BOOST_TEST(lifetime::alive == 0);
+
+  auto any = coral::spawn(place.get_executor(),
+                          [&]() -> coral::task<> { co_await coral::when_any(sleeper(aborted), sleeper(aborted)); });
+  any.cancel();
+  BOOST_TEST((failure_of(any) == asio::error::operation_aborted));
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(children_started_after_the_task_was_cancelled_fail_at_their_first_wait) {
+  // asio #1574: an operation started after a cancel was not cancelled.
+  coral::event_loop loop;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(loop, [&]() -> coral::task<> {
+    try {
+      co_await coral::sleep_for(std::chrono::hours(1));
+    } catch (const boost::system::system_error&) {
+    }
+    // Cancelled from here on: the join fails at once, starting nothing.
+    co_await coral::when_all(nothing(), sleeper(aborted));
+  });
+  j.cancel();
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  BOOST_TEST(aborted->load() == 0);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_timeout_returns_the_result_or_throws_timeout_error_after_cancelling_the_operation,
+                              Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    int v = co_await coral::with_timeout(std::chrono::hours(1), value_after(1ms, 5));
+    std::string out = std::to_string(v);
+    try {
+      co_await coral::with_timeout(20ms, sleeper(aborted));
+      out += " no timeout";
+    } catch (const coral::timeout_error& e) {
+      out +=
+          std::string(" ") + e.what() + " " + std::to_string(aborted->load()) + " " + std::to_string(lifetime::alive);
+    }
+    co_return out;
+  });
+  const auto out = get_within(std::move(j));
+  BOOST_TEST(out.starts_with("5 "), out);
+  BOOST_TEST(out.find("within 20ms") != std::string::npos, out);
+  BOOST_TEST(out.ends_with(" 1 0"), out);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_the_nearest_deadline_wins_and_outer_cancellation_is_not_a_timeout, Place,
+                              places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto message_of = [&](auto make) {
+    return coral::spawn(place.get_executor(), [make, aborted]() -> coral::task<std::string> {
+      try {
+        co_await make(aborted);
+      } catch (const coral::timeout_error& e) {
+        co_return e.what();
+      }
+      co_return "no timeout";
+    });
+  };
+  auto inner_first = message_of(
+      [](auto a) { return coral::with_timeout(std::chrono::hours(1), coral::with_timeout(15ms, sleeper(a))); });
+  BOOST_TEST(get_within(std::move(inner_first)).find("within 15ms") != std::string::npos);
+  auto outer_first = message_of(
+      [](auto a) { return coral::with_timeout(15ms, coral::with_timeout(std::chrono::hours(1), sleeper(a))); });
+  BOOST_TEST(get_within(std::move(outer_first)).find("within 15ms") != std::string::npos);
+
+  auto cancelled = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    co_await coral::with_timeout(std::chrono::hours(1), coral::with_timeout(std::chrono::hours(2), sleeper(aborted)));
+  });
+  cancelled.cancel();
+  BOOST_TEST((failure_of(cancelled) == asio::error::operation_aborted));
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_timed_out_operation_can_still_await_its_cleanup) {
+  coral::event_loop loop;
+  std::atomic<bool> cleaned{false};
+  auto op = [&]() -> coral::task<> {
+    std::exception_ptr failure;
+    try {
+      co_await coral::sleep_for(std::chrono::hours(1));
+    } catch (const boost::system::system_error&) {
+      failure = std::current_exception();
+    }
+    co_await coral::non_cancellable([&]() -> coral::task<> {
+      co_await coral::sleep_for(5ms);
+      cleaned = true;
+    }());
+    if (failure) std::rethrow_exception(failure);
+  };
+  auto j = coral::spawn(loop, [&]() -> coral::task<bool> {
+    try {
+      co_await coral::with_timeout(10ms, op());
+    } catch (const coral::timeout_error&) {
+      co_return cleaned.load();
+    }
+    co_return false;
+  });
+  BOOST_TEST(get_within(std::move(j)));
+}
+
+BOOST_AUTO_TEST_CASE(children_that_finish_at_once_do_not_suspend_the_parent_or_grow_the_stack) {
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, []() -> coral::task<long> {
+    long sum = 0;
+    for (int i = 0; i < 200'000; ++i) {
+      auto [a, b] = co_await coral::when_all(immediate(1), immediate(2));
+      sum += a + b;
+    }
+    co_return sum;
+  });
+  ctx.run();
+  BOOST_TEST(j.get_result() == 600'000);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_the_context_of_a_waiting_parent_frees_it_and_its_children, Context,
+                              owned_contexts) {
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  std::promise<void> pool_child_started;
+  coral::job<int> j;
+  {
+    Context context;
+    j = coral::spawn(context.get_executor(), [&]() -> coral::task<int> {
+      auto pool_child = [&]() -> coral::task<int, coral::pool_executor> {
+        pool_child_started.set_value();
+        co_return co_await sleeper(aborted);
+      };
+      auto [a, b] = co_await coral::when_all(sleeper(aborted), pool_child());
+      co_return a + b;
+    });
+    context.settle();
+    BOOST_REQUIRE(pool_child_started.get_future().wait_for(patience) == std::future_status::ready);
+  }
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  // The pool child is cancelled by the parent's going away and ends on its own.
+  for (int i = 0; i < 3000 && lifetime::alive != 0; ++i) thread_of(coral::pool_executor{});
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(empty_tasks_and_an_empty_when_any_are_refused_with_a_clear_error) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::string> {
+    try {
+      co_await coral::when_any(std::vector<coral::task<int>>{});
+    } catch (const std::invalid_argument& e) {
+      co_return e.what();
+    }
+    co_return "accepted";
+  });
+  BOOST_TEST(get_within(std::move(j)).find("empty") != std::string::npos);
+  auto moved = coral::spawn(loop, []() -> coral::task<bool> {
+    auto t = immediate(1);
+    auto u = std::move(t);
+    try {
+      co_await coral::when_all(std::move(t), std::move(u));
+    } catch (const std::logic_error&) {
+      co_return true;
+    }
+    co_return false;
+  });
+  BOOST_TEST(get_within(std::move(moved)));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_group_joins_every_task_spawned_so_far, Place, places) {
+  Place place;
+  std::atomic<int> done{0};
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+    coral::task_group g(co_await coral::this_task::executor);
+    for (int i = 0; i < 50; ++i) {
+      g.spawn([&, i]() -> coral::task<int> {
+        co_await coral::sleep_for(std::chrono::milliseconds(i % 5));
+        ++done;
+        co_return i;
+      });
+    }
+    g.spawn(on_pool(1));  // a task with a bound executor runs there
+    co_await g.join();
+    const int after_first_join = done.load() + static_cast<int>(g.size());
+    g.spawn([&]() -> coral::task<> {  // usable again after a join
+      ++done;
+      co_return;
+    });
+    co_await g.join();
+    co_return after_first_join * 1000 + done.load();
+  });
+  BOOST_TEST(get_within(std::move(j)) == 50 * 1000 + 51);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_groups_first_failure_cancels_the_rest_and_is_rethrown_by_join, Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    coral::task_group g(co_await coral::this_task::executor);
+    g.spawn(sleeper(aborted));
+    g.spawn(fail_after(2ms, "first"));
+    g.spawn(sleeper(aborted));
+    try {
+      co_await g.join();
+    } catch (const std::runtime_error& e) {
+      co_return std::string(e.what()) + " " + std::to_string(aborted->load()) + " " + std::to_string(g.size());
+    }
+    co_return "no failure";
+  });
+  BOOST_TEST(get_within(std::move(j)) == "first 2 0");
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_group_or_its_joiner_ends_every_task, Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+    coral::task_group g(co_await coral::this_task::executor);
+    g.spawn(sleeper(aborted));
+    g.spawn(sleeper(aborted));
+    g.cancel();
+    co_await g.join();  // tasks ending with operation_aborted after cancel() are not failures
+    co_return aborted->load();
+  });
+  BOOST_TEST(get_within(std::move(j)) == 2);
+
+  std::promise<void> joining;
+  auto joiner = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    coral::task_group g(co_await coral::this_task::executor);
+    g.spawn(sleeper(aborted));
+    g.spawn(sleeper(aborted));
+    joining.set_value();
+    co_await g.join();
+  });
+  BOOST_REQUIRE(joining.get_future().wait_for(patience) == std::future_status::ready);
+  joiner.cancel();
+  BOOST_TEST((failure_of(joiner) == asio::error::operation_aborted));
+  BOOST_TEST(aborted->load() == 4);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_group_destroyed_without_join_cancels_its_tasks_and_reports_their_failure, Place,
+                              places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  stderr_capture capture;
+  std::promise<void> failed;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    coral::task_group g(co_await coral::this_task::executor);
+    g.spawn(sleeper(aborted));
+    g.spawn([&]() -> coral::task<> {
+      struct signal_on_exit {
+        std::promise<void>& p;
+        ~signal_on_exit() { p.set_value(); }
+      } s{failed};
+      throw std::runtime_error("nobody joins");
+      co_return;
+    });
+    co_await coral::sleep_for(std::chrono::hours(1));  // the group's failure does not reach its owner
+  });
+  BOOST_REQUIRE(failed.get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();  // the group goes with the frame, without a join
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  auto reported = [&] { return capture.text_so_far().find("nobody joins") != std::string::npos; };
+  for (int i = 0; i < 3000 && (lifetime::alive != 0 || !reported()); ++i) thread_of(coral::pool_executor{});
+  BOOST_TEST(aborted->load() == 1);
+  BOOST_TEST(lifetime::alive == 0);
+  const auto text = capture.text();
+  BOOST_TEST(text.find("nobody observed its exception: nobody joins") != std::string::npos, text);
+}
