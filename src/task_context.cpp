@@ -71,29 +71,47 @@ void context_gate::shut_down() noexcept {
 
 placement place(const asio::any_io_executor& executor, bool cancellable) {
   auto gate = gate_of(asio::query(executor, asio::execution::context));
-  if (!cancellable || executor.target<io_strand>() || executor.target<pool_strand>() || executor.target<any_strand>()) {
-    return {executor, std::move(gate)};
+  if (executor.target<io_strand>() || executor.target<pool_strand>() || executor.target<any_strand>()) {
+    return {executor, std::move(gate), true};
   }
   if (auto* io = executor.target<asio::io_context::executor_type>()) {
-    if (gate->single_threaded()) return {executor, std::move(gate)};
-    return {asio::any_io_executor(asio::make_strand(*io)), std::move(gate)};
+    if (gate->single_threaded()) return {executor, std::move(gate), true};
+    if (!cancellable) return {executor, std::move(gate), false};
+    return {asio::any_io_executor(asio::make_strand(*io)), std::move(gate), true};
   }
+  if (!cancellable) return {executor, std::move(gate), false};
   if (auto* pool = executor.target<asio::thread_pool::executor_type>()) {
-    return {asio::any_io_executor(asio::make_strand(*pool)), std::move(gate)};
+    return {asio::any_io_executor(asio::make_strand(*pool)), std::move(gate), true};
   }
-  return {asio::any_io_executor(asio::make_strand(executor)), std::move(gate)};
+  return {asio::any_io_executor(asio::make_strand(executor)), std::move(gate), true};
 }
 
-task_context::task_context(placement where) : executor_(std::move(where.executor)), gate_(std::move(where.gate)) {
-  constexpr auto tracked = asio::execution::outstanding_work.tracked;
-  if (auto io = io_context_executor_of(executor_)) {
-    work_.emplace<1>(asio::prefer(*io, tracked));
-  } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
-    work_.emplace<2>(asio::prefer(*pool, tracked));
-  } else if (auto* strand = executor_.target<pool_strand>()) {
-    work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
+task_context::task_context(placement where)
+    : executor_(std::move(where.executor)), gate_(std::move(where.gate)), serialised_(where.serialised) {
+  const task_context* same = where.same_as;
+  if (same && same->work_.index() != 0) {  // (0: that segment has left its context already)
+    home_ = same->home_;
+    if (same->work_.index() == 3) {
+      work_.emplace<3>(std::make_unique<asio::any_io_executor>(*std::get<3>(same->work_)));
+    } else if (same->work_.index() == 2) {
+      work_.emplace<2>(std::get<2>(same->work_));
+    } else {
+      work_.emplace<1>(std::get<1>(same->work_));
+    }
   } else {
-    work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
+    constexpr auto tracked = asio::execution::outstanding_work.tracked;
+    if (auto io = io_context_executor_of(executor_)) {
+      work_.emplace<1>(asio::prefer(*io, tracked));
+      home_.io_ = &io->context();
+    } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
+      work_.emplace<2>(asio::prefer(*pool, tracked));
+      home_.pool_ = &pool->context();
+    } else if (auto* strand = executor_.target<pool_strand>()) {
+      work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
+      home_.pool_ = &strand->get_inner_executor().context();
+    } else {
+      work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
+    }
   }
   gate_->link(*this);
 }
@@ -144,18 +162,6 @@ void task_context::abandon() noexcept {
 void task_context::drop_executor() noexcept {
   work_.emplace<0>();
   executor_ = asio::any_io_executor();
-}
-
-home_executor home_executor::of(const asio::any_io_executor& executor) noexcept {
-  home_executor home;
-  if (auto io = io_context_executor_of(executor)) {
-    home.io_ = &io->context();
-  } else if (auto* pool = executor.target<asio::thread_pool::executor_type>()) {
-    home.pool_ = &pool->context();
-  } else if (auto* strand = executor.target<pool_strand>()) {
-    home.pool_ = &strand->get_inner_executor().context();
-  }
-  return home;
 }
 
 bool home_executor::running_in_this_thread() const noexcept {

@@ -66,18 +66,6 @@ struct job_callback_fn final : job_callback<T> {
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
-// The context a blocking wait on the job checks against (to throw instead of deadlocking): the
-// io_context or thread_pool under the task's executor, if it is one; only its address is kept.
-class home_executor {
- public:
-  bool running_in_this_thread() const noexcept;
-  static home_executor of(const asio::any_io_executor& executor) noexcept;
-
- private:
-  asio::io_context* io_ = nullptr;
-  asio::thread_pool* pool_ = nullptr;
-};
-
 // The root segment of a spawned task and the state shared with its job<T> handles: owns the
 // outermost frame while it runs, then holds the result and runs the callbacks registered on the
 // job. When the job reports done, nothing of the task touches any execution context any more
@@ -87,7 +75,7 @@ class job_state : public task_context {
  public:
   using frame_type = std::coroutine_handle<task_promise<T>>;
 
-  explicit job_state(placement where) : task_context(std::move(where)), home_(home_executor::of(executor())) {}
+  explicit job_state(placement where) : task_context(std::move(where)) {}
 
   // Makes `frame` the segment's outermost coroutine (its result goes to this state).
   void attach(frame_type frame) noexcept {
@@ -137,7 +125,6 @@ class job_state : public task_context {
   void mark_observed() noexcept { observed_.store(true, std::memory_order_relaxed); }
   // True for the first caller only: a move-only result can be taken once.
   bool claim_result() noexcept { return !taken_.exchange(true, std::memory_order_acq_rel); }
-  const home_executor& home() const noexcept { return home_; }
 
  protected:
   ~job_state() override {
@@ -195,7 +182,6 @@ class job_state : public task_context {
 
   frame_type frame_;
   task_result<T> result_;
-  home_executor home_;
   // The callbacks registered so far, newest first; ended() once the job has ended.
   std::atomic<job_callback<T>*> callbacks_{nullptr};
   std::atomic<bool> observed_{false};

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
@@ -74,6 +75,16 @@ auto as_join_task(A&& a) {
 template <class A>
 using join_task_t = decltype(as_join_task(std::declval<A>()));
 
+// The executor a task type is bound to, or none for a task that runs where it is awaited.
+template <class Task>
+std::optional<asio::any_io_executor> bound_executor() {
+  if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
+    return std::nullopt;
+  } else {
+    return erase_executor(typename Task::executor_type{});
+  }
+}
+
 // Awaits a fixed set of tasks as children of a join (when_all / when_any of arguments).
 template <join_kind Kind, class... Tasks>
 class tuple_join_awaiter : protected join_awaiter_base {
@@ -124,9 +135,8 @@ class tuple_join_awaiter : protected join_awaiter_base {
   template <class Promise, std::size_t... I>
   bool suspend(std::coroutine_handle<Promise> parent, std::index_sequence<I...>) {
     open(parent, Kind, sizeof...(Tasks));
-    const auto& executor = parent.promise().context().executor();
     ((std::get<I>(members_) = make_member(std::get<I>(tasks_).release(),
-                                          task_executor<std::tuple_element_t<I, std::tuple<Tasks...>>>(executor), I)),
+                                          bound_executor<std::tuple_element_t<I, std::tuple<Tasks...>>>(), I)),
      ...);
     begin_start();
     (start(*std::get<I>(members_)), ...);
@@ -165,11 +175,9 @@ class vector_join_awaiter : protected join_awaiter_base {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
     open(parent, Kind, tasks_.size());
-    const auto& executor = parent.promise().context().executor();
     members_.reserve(tasks_.size());
-    for (std::size_t i = 0; i < tasks_.size(); ++i) {
-      members_.push_back(make_member(tasks_[i].release(), task_executor<Task>(executor), i));
-    }
+    const auto bound = bound_executor<Task>();
+    for (std::size_t i = 0; i < tasks_.size(); ++i) members_.push_back(make_member(tasks_[i].release(), bound, i));
     begin_start();
     for (auto* m : members_) start(*m);
     return end_start();

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -114,6 +115,9 @@ class join_member final : public job_state<T> {
     join_->add_ref();
   }
 
+  // Whether it starts on the spot, on the parent's (serialised) executor.
+  bool starts_here = false;
+
  protected:
   void on_end() noexcept override {
     // The parent takes the result, or drops it on purpose (a loser, a sibling of the first
@@ -167,20 +171,26 @@ class join_awaiter_base : public external_wait {
     parent_context_ = &parent.promise().context();
   }
 
-  // A member running `frame` on `executor` (the parent's executor when the task type has none).
+  // A member running `frame` on `*bound` if given, else on the parent's executor.
   template <class T>
-  join_member<T>* make_member(std::coroutine_handle<task_promise<T>> frame, asio::any_io_executor executor,
-                              std::size_t index) {
+  join_member<T>* make_member(std::coroutine_handle<task_promise<T>> frame,
+                              const std::optional<asio::any_io_executor>& bound, std::size_t index) {
     struct frame_guard {
       std::coroutine_handle<task_promise<T>> f;
       ~frame_guard() {
         if (f) f.destroy();
       }
     } guard{frame};
-    // Always cancellable: a sibling's failure or a win cancels it.
-    auto* member = new join_member<T>(place(executor, true), *join_, index);
+    // Always cancellable (a sibling's failure or a win cancels it), so always serialised: on the
+    // parent's executor as it is when that one is.
+    const auto& executor = bound ? *bound : parent_context_->executor();
+    std::optional<placement> shared;
+    if (!bound || executor == parent_context_->executor()) shared = parent_context_->shared_placement();
+    const bool here = shared.has_value();
+    auto* member = new join_member<T>(here ? std::move(*shared) : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
+    member->starts_here = here;
     join_->add_child(*member);
     return member;
   }
@@ -198,7 +208,7 @@ class join_awaiter_base : public external_wait {
   void start(join_member<T>& member) {
     if (join_->decisive() >= 0) {
       member.discard();
-    } else if (member.executor() == parent_context_->executor()) {
+    } else if (member.starts_here) {
       member.start_here();
     } else {
       member.start();

@@ -4,6 +4,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -17,6 +18,10 @@ namespace coral::detail {
 struct placement {
   asio::any_io_executor executor;
   std::shared_ptr<context_gate> gate;
+  // Whether `executor` runs one thing at a time (a strand, a single-threaded io_context).
+  bool serialised = false;
+  // A segment already placed on `executor`, whose bookkeeping is copied rather than worked out.
+  const class task_context* same_as = nullptr;
 };
 
 // Finds the gate of `executor`'s context and, for a segment that can be cancelled, serialises
@@ -24,6 +29,18 @@ struct placement {
 // without a cancellation slot, or a child of such a task) needs no strand: its coroutines run
 // one at a time anyway, and only cancellation reaches it from outside.
 placement place(const asio::any_io_executor& executor, bool cancellable = true);
+
+// The context a blocking wait on a job checks against (to throw instead of deadlocking): the
+// io_context or thread_pool under the task's executor, if it is one; only its address is kept.
+class home_executor {
+ public:
+  bool running_in_this_thread() const noexcept;
+
+ private:
+  friend class task_context;
+  asio::io_context* io_ = nullptr;
+  asio::thread_pool* pool_ = nullptr;
+};
 
 // A wait whose waker lives outside the task's execution context (a channel, a child task on
 // another executor). When the context shuts down the wait is abandoned: it detaches from its
@@ -59,6 +76,14 @@ class task_context : public gate_member {
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
   const asio::any_io_executor& executor() const noexcept { return executor_; }
   context_gate& gate() const noexcept { return *gate_; }
+  const home_executor& home() const noexcept { return home_; }
+
+  // For a child segment that runs on this segment's executor, when that executor can be shared
+  // as it is (it runs one thing at a time).
+  std::optional<placement> shared_placement() const {
+    if (!serialised_) return std::nullopt;
+    return placement{executor_, gate_, true, this};
+  }
 
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   // Inline: every suspension point checks it; the throw itself is out of line.
@@ -135,11 +160,13 @@ class task_context : public gate_member {
                std::unique_ptr<asio::any_io_executor>>
       work_;
   asio::cancellation_signal signal_;
+  home_executor home_;
   external_wait* external_wait_ = nullptr;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> ended_{false};
+  bool serialised_;
 };
 
 // A keep-alive reference to a segment.
