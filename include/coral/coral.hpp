@@ -2,9 +2,11 @@
 
 // Everything coral offers.
 #include "coral/as_awaiter.hpp"
+#include "coral/async_mutex.hpp"
 #include "coral/awaiter.hpp"
 #include "coral/channel.hpp"
 #include "coral/error.hpp"
+#include "coral/event.hpp"
 #include "coral/event_loop.hpp"
 #include "coral/generator.hpp"
 #include "coral/inline_executor.hpp"
@@ -15,6 +17,7 @@
 #include "coral/on.hpp"
 #include "coral/pool_executor.hpp"
 #include "coral/scheduler.hpp"
+#include "coral/semaphore.hpp"
 #include "coral/sleep.hpp"
 #include "coral/spawn.hpp"
 #include "coral/sync_wait.hpp"

@@ -7,24 +7,16 @@
 #include <optional>
 
 #include "coral/detail/error_codes.hpp"
-#include "coral/detail/task_context.hpp"
-#include "coral/detail/waiter_queue.hpp"
+#include "coral/detail/task_waiter.hpp"
 
 namespace coral::detail {
 
 // A suspended channel operation, linked into the channel's FIFO of senders or receivers. It is
-// completed exactly once: by a counterpart, by close(), or by cancellation, each of which first
-// unlinks it under the channel's lock, then calls wake() with no lock held.
-struct channel_waiter : waiter_node {
+// completed exactly once (see queued_waiter): by a counterpart, by close(), or by cancellation.
+struct channel_waiter : queued_waiter {
   bool sending = false;  // in the senders' queue (else the receivers')
-  // Set before wake(): empty on success, errc::channel_closed or asio::error::operation_aborted.
-  boost::system::error_code error;
   // Set before wake() when moving the value threw: the operation fails with it.
   std::exception_ptr exception;
-
-  // `waker` is the segment of the coral task completing the operation, if any: a waiter on the
-  // same executor may then be resumed on the spot.
-  virtual void wake(task_context* waker) noexcept = 0;
 
  protected:
   ~channel_waiter() = default;
@@ -133,8 +125,8 @@ class channel_state {
       senders = senders_.take_all();
       receivers = receivers_.take_all();
     }
-    fail_all(senders);
-    fail_all(receivers);
+    wake_all(senders, errc::channel_closed, nullptr);
+    wake_all(receivers, errc::channel_closed, nullptr);
   }
 
   bool closed() const {
@@ -202,15 +194,6 @@ class channel_state {
       return true;
     }
     return false;
-  }
-
-  static void fail_all(channel_waiter* list) noexcept {
-    while (list) {
-      channel_waiter* w = std::exchange(list, static_cast<channel_waiter*>(list->next));
-      w->next = w->prev = nullptr;
-      w->error = errc::channel_closed;
-      w->wake(nullptr);
-    }
   }
 
   const std::size_t capacity_;

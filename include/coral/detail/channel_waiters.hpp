@@ -9,77 +9,23 @@
 
 #include "coral/detail/channel_state.hpp"
 #include "coral/detail/error_codes.hpp"
-#include "coral/detail/suspended_task.hpp"
+#include "coral/detail/task_waiter.hpp"
 
 namespace coral::detail {
 
-// Installed in a waiting operation's cancellation slot. It holds the channel's state, not the
-// channel, so a cancellation after the channel is gone touches nothing dead; it completes the
-// operation only if it still waits.
+// Cancels a waiting channel operation (see wait_cancellation).
 template <class T>
-struct channel_cancellation {
-  std::shared_ptr<channel_state<T>> state;
-  channel_waiter* waiter;
-  void operator()(asio::cancellation_type) const {
-    if (state->cancel(*waiter)) waiter->wake(nullptr);
-  }
-};
+using channel_cancellation = wait_cancellation<channel_state<T>, channel_waiter>;
 
-// The part of a channel operation awaited by a coral task that does not depend on its direction:
-// resuming the task on its executor, cancelling the wait through the task's cancellation slot,
-// and letting go of the task if its execution context shuts down while it waits.
+// A channel operation awaited by a coral task: the shared task-waiter machinery, plus how a
+// channel operation fails.
 template <class T, class Waiter>
-class channel_task_waiter : public Waiter, public external_wait {
+class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
  public:
-  using coral_awaitable = void;
-
-  explicit channel_task_waiter(std::shared_ptr<channel_state<T>> state) noexcept : state_(std::move(state)) {}
-  // Movable only before it is awaited (when_all and the like take awaitables by value).
-  channel_task_waiter(channel_task_waiter&& other) noexcept : Waiter(), state_(std::move(other.state_)) {}
-  channel_task_waiter& operator=(const channel_task_waiter&) = delete;
-  ~channel_task_waiter() = default;
-
-  bool await_ready() const noexcept { return false; }
-
-  void wake(task_context* waker) noexcept override { task_.resume_from(waker); }
-
-  void abandon() noexcept override {
-    if (state_->cancel(*this)) task_.let_go();  // may destroy the frame holding this awaiter
-  }
+  using task_waiter<channel_state<T>, Waiter>::task_waiter;
+  channel_task_waiter(channel_task_waiter&&) noexcept = default;
 
  protected:
-  // Runs `operation` (the channel's send or receive); returns whether the task must suspend.
-  // Everything a waker needs is in place before the operation can link this waiter.
-  template <class Promise, class Operation>
-  bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
-    task_.suspend(coroutine);
-    task_context& context = task_.context();
-    if (auto slot = context.op_slot(); slot.is_connected()) {
-      slot.template emplace<channel_cancellation<T>>(state_, this);
-    }
-    context.set_external_wait(this);
-    bool done;
-    try {
-      done = operation(*state_, &context);
-    } catch (...) {
-      finish_waiting();
-      throw;
-    }
-    if (done) {
-      finish_waiting();
-      return false;
-    }
-    return true;
-  }
-
-  // On the task's executor, once the operation is complete.
-  void finish_waiting() noexcept {
-    task_context& context = task_.context();
-    context.set_external_wait(nullptr);
-    context.slot().clear();
-    task_.let_go();
-  }
-
   // Rethrows a failure of T's move, or throws `error` (the operation's). The common case (no
   // failure) is an inline test.
   void check(const char* what) {
@@ -92,11 +38,6 @@ class channel_task_waiter : public Waiter, public external_wait {
     if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
     if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);
   }
-
-  std::shared_ptr<channel_state<T>> state_;
-
- private:
-  suspended_task task_;
 };
 
 template <class T>

@@ -1,11 +1,12 @@
 #pragma once
 
+#include <cstddef>
 #include <utility>
 
 namespace coral::detail {
 
-// A node of an intrusive FIFO of suspended operations (channel senders and receivers; later
-// mutex, semaphore and event waiters). The queue's owner guards it with its own lock.
+// A node of an intrusive FIFO of suspended operations (channel senders and receivers; mutex,
+// semaphore and event waiters). The queue's owner guards it with its own lock.
 struct waiter_node {
   waiter_node* next = nullptr;
   waiter_node* prev = nullptr;
@@ -34,6 +35,21 @@ class waiter_queue {
     (w.next ? w.next->prev : tail_) = w.prev;
     w.next = w.prev = nullptr;
     w.linked = false;
+  }
+  // Unlinks up to `n` waiters from the front and returns them as a list linked through `next`;
+  // `n` is left with how many more were asked for than there were.
+  Waiter* take_front(std::size_t& n) noexcept {
+    waiter_node* first = head_;
+    waiter_node* last = nullptr;
+    for (; n > 0 && head_; --n) {
+      last = head_;
+      last->linked = false;
+      head_ = last->next;
+    }
+    if (!last) return nullptr;
+    last->next = nullptr;
+    (head_ ? head_->prev : tail_) = nullptr;
+    return static_cast<Waiter*>(first);
   }
   // Unlinks everything; returns the old head (a list linked through `next`).
   Waiter* take_all() noexcept {

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <coroutine>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "coral/detail/sync_state.hpp"
+
+namespace coral::detail {
+
+// Throws the error a primitive's wait completed with, if any.
+inline void throw_if_failed(const boost::system::error_code& error, const char* what) {
+  if (error) [[unlikely]]
+    throw boost::system::system_error(error, what);
+}
+
+// co_await of a permit (semaphore::acquire, async_mutex::lock) by a coral task. A permit handed to
+// this waiter belongs to the task once it resumes; if the task never resumes (its execution
+// context shut down between the hand-off and the resumption), the destructor hands the permit on.
+class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
+ public:
+  permit_awaiter(std::shared_ptr<permit_state> state, const char* what) noexcept
+      : task_waiter(std::move(state)), what_(what) {}
+  // Movable only before it is awaited (when_all and the like take awaitables by value).
+  permit_awaiter(permit_awaiter&& other) noexcept : task_waiter(std::move(other)), what_(other.what_) {}
+  ~permit_awaiter() {
+    if (attempted_ && !this->error) state_->release(1, nullptr);
+  }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
+    return this->suspend_on(coroutine, [this](permit_state& s, task_context*) {
+      attempted_ = true;
+      return s.acquire(*this);
+    });
+  }
+
+  void await_resume() {
+    this->finish_waiting();
+    attempted_ = false;  // the permit, if any, is the task's now
+    throw_if_failed(this->error, what_);
+  }
+
+ private:
+  const char* what_;
+  bool attempted_ = false;  // acquire() ran and its permit has not reached the task yet
+};
+
+// co_await mutex.lock(): a permit_awaiter whose result is the lock's guard.
+template <class Guard, class Mutex>
+class lock_awaiter : public permit_awaiter {
+ public:
+  lock_awaiter(std::shared_ptr<permit_state> state, Mutex& mutex) noexcept
+      : permit_awaiter(std::move(state), "coral::async_mutex: lock"), mutex_(&mutex) {}
+
+  [[nodiscard]] Guard await_resume() {
+    permit_awaiter::await_resume();
+    return Guard(*mutex_, std::adopt_lock);
+  }
+
+ private:
+  Mutex* mutex_;
+};
+
+// co_await event.wait() by a coral task.
+class event_awaiter : public task_waiter<event_state, queued_waiter> {
+ public:
+  using task_waiter::task_waiter;
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
+    return this->suspend_on(coroutine, [this](event_state& s, task_context*) { return s.wait(*this); });
+  }
+
+  void await_resume() {
+    this->finish_waiting();
+    throw_if_failed(this->error, "coral::event: wait");
+  }
+};
+
+}  // namespace coral::detail

@@ -1,0 +1,129 @@
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+
+#include "coral/detail/task_waiter.hpp"
+
+namespace coral::detail {
+
+// What the shared state of every synchronisation primitive (async_mutex, semaphore, event) has:
+// a lock and one FIFO of waiting tasks. The lock is held only to change the state and relink
+// waiters; waking them happens after it is released.
+class sync_state {
+ public:
+  sync_state() = default;
+  sync_state(const sync_state&) = delete;
+  sync_state& operator=(const sync_state&) = delete;
+
+  // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
+  bool cancel(queued_waiter& w) {
+    std::lock_guard lock(mutex_);
+    if (!w.linked) return false;
+    waiters_.remove(w);
+    w.error = asio::error::operation_aborted;
+    return true;
+  }
+
+  // The primitive is being destroyed: every waiter fails with operation_aborted.
+  void abort_all() noexcept {
+    queued_waiter* waiters;
+    {
+      std::lock_guard lock(mutex_);
+      waiters = waiters_.take_all();
+    }
+    wake_all(waiters, asio::error::operation_aborted, nullptr);
+  }
+
+ protected:
+  ~sync_state() = default;
+
+  mutable std::mutex mutex_;
+  waiter_queue<queued_waiter> waiters_;
+};
+
+// A count of permits and the tasks waiting for one, served first come, first served: the state of
+// a semaphore, and of an async_mutex (one permit).
+class permit_state : public sync_state {
+ public:
+  explicit permit_state(std::size_t permits) noexcept : permits_(permits) {}
+
+  // Takes a permit at once (true) or queues `w` (false) until release() hands it one.
+  bool acquire(queued_waiter& w) {
+    std::lock_guard lock(mutex_);
+    if (permits_ > 0) {
+      --permits_;
+      return true;
+    }
+    waiters_.push_back(w);
+    return false;
+  }
+
+  bool try_acquire() {
+    std::lock_guard lock(mutex_);
+    if (permits_ == 0) return false;
+    --permits_;
+    return true;
+  }
+
+  // Hands `n` permits to the first `n` waiters (each is unlinked, so its cancellation can no
+  // longer win), the rest to the count; then wakes those waiters, in order, with no lock held.
+  void release(std::size_t n, task_context* waker) {
+    queued_waiter* granted;
+    {
+      std::lock_guard lock(mutex_);
+      granted = waiters_.take_front(n);
+      permits_ += n;  // what no waiter took
+    }
+    wake_all(granted, {}, waker);
+  }
+
+  std::size_t available() const {
+    std::lock_guard lock(mutex_);
+    return permits_;
+  }
+
+ private:
+  // Permits nobody holds. Invariant: if it is above zero, no task waits (a released permit goes to
+  // a waiter first), so try_acquire() never overtakes a waiter.
+  std::size_t permits_;
+};
+
+// A manual-reset flag and the tasks waiting for it to be set: the state of an event.
+class event_state : public sync_state {
+ public:
+  // Completes at once (true) if the flag is set, else queues `w` (false) until set().
+  bool wait(queued_waiter& w) {
+    std::lock_guard lock(mutex_);
+    if (set_) return true;
+    waiters_.push_back(w);
+    return false;
+  }
+
+  // Sets the flag and wakes every waiter, in order, with no lock held.
+  void set() {
+    queued_waiter* waiters;
+    {
+      std::lock_guard lock(mutex_);
+      set_ = true;
+      waiters = waiters_.take_all();
+    }
+    wake_all(waiters, {}, nullptr);
+  }
+
+  void reset() {
+    std::lock_guard lock(mutex_);
+    set_ = false;
+  }
+
+  bool is_set() const {
+    std::lock_guard lock(mutex_);
+    return set_;
+  }
+
+ private:
+  // Invariant: while it is true, no task waits (set() wakes them all; wait() does not queue).
+  bool set_ = false;
+};
+
+}  // namespace coral::detail

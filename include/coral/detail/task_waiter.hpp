@@ -1,0 +1,119 @@
+#pragma once
+
+#include <coroutine>
+#include <memory>
+#include <utility>
+
+#include "coral/detail/suspended_task.hpp"
+#include "coral/detail/waiter_queue.hpp"
+
+namespace coral::detail {
+
+// An operation waiting in the queue of a primitive (a channel's senders or receivers; the waiters
+// of a mutex, semaphore or event). It is completed exactly once: whoever unlinks it under the
+// primitive's lock (a hand-off, close(), cancellation, shutdown, the primitive's destruction) sets
+// `error`, then calls wake() with no lock held.
+struct queued_waiter : waiter_node {
+  // Set before wake(): empty on success, else why the operation failed (operation_aborted for a
+  // cancelled wait; errc::channel_closed for a closed channel).
+  boost::system::error_code error;
+
+  // `waker` is the segment of the coral task completing the operation, if any: a waiter on the
+  // same executor may then be resumed on the spot.
+  virtual void wake(task_context* waker) noexcept = 0;
+
+ protected:
+  ~queued_waiter() = default;
+};
+
+// Completes the waiters of a list taken out of a queue (linked through `next`, already unlinked)
+// with `error`, in order. No lock may be held: wake() may resume a coroutine.
+template <class Waiter>
+void wake_all(Waiter* list, boost::system::error_code error, task_context* waker) noexcept {
+  while (list) {
+    Waiter* w = std::exchange(list, static_cast<Waiter*>(list->next));
+    w->next = w->prev = nullptr;
+    w->error = error;
+    w->wake(waker);
+  }
+}
+
+// Installed in a waiting operation's cancellation slot. It holds the primitive's shared state, not
+// the primitive, so a cancellation after the primitive is gone touches nothing dead; it completes
+// the operation only if it still waits. `State::cancel(w)` unlinks `w` under the state's lock if
+// it is still queued, sets its error to operation_aborted, and says whether it did: of a hand-off
+// and a cancellation that race, the one that unlinks the waiter wins.
+template <class State, class Waiter>
+struct wait_cancellation {
+  std::shared_ptr<State> state;
+  Waiter* waiter;
+  void operator()(asio::cancellation_type) const {
+    if (state->cancel(*waiter)) waiter->wake(nullptr);
+  }
+};
+
+// A coral task waiting in a primitive's queue: what every such wait shares whatever the primitive
+// does. It resumes the task on its executor, cancels the wait through the task's cancellation slot
+// (level-triggered: a task already cancelled fails before it is queued), and lets go of the task
+// if its execution context shuts down while it waits (an external wait of the task's segment).
+template <class State, class Waiter>
+class task_waiter : public Waiter, public external_wait {
+ public:
+  using coral_awaitable = void;
+
+  explicit task_waiter(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
+  // Movable only before it is awaited (when_all and the like take awaitables by value).
+  task_waiter(task_waiter&& other) noexcept : Waiter(), state_(std::move(other.state_)) {}
+  task_waiter& operator=(const task_waiter&) = delete;
+  ~task_waiter() = default;
+
+  bool await_ready() const noexcept { return false; }
+
+  void wake(task_context* waker) noexcept override { task_.resume_from(waker); }
+
+  void abandon() noexcept override {
+    if (state_->cancel(*this)) task_.let_go();  // may destroy the frame holding this awaiter
+  }
+
+ protected:
+  // Runs `operation(state, waker)` (the primitive's attempt, which either completes at once or
+  // links this waiter); returns whether the task must suspend. Everything a waker needs is in place
+  // before the operation can link this waiter. Throws operation_aborted, with nothing attempted, if
+  // the task is cancelled.
+  template <class Promise, class Operation>
+  bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
+    task_.suspend(coroutine);
+    task_context& context = task_.context();
+    if (auto slot = context.op_slot(); slot.is_connected()) {
+      slot.template emplace<wait_cancellation<State, Waiter>>(state_, this);
+    }
+    context.set_external_wait(this);
+    bool done;
+    try {
+      done = operation(*state_, &context);
+    } catch (...) {
+      finish_waiting();
+      throw;
+    }
+    if (done) {
+      finish_waiting();
+      return false;
+    }
+    return true;
+  }
+
+  // On the task's executor, once the operation is complete.
+  void finish_waiting() noexcept {
+    task_context& context = task_.context();
+    context.set_external_wait(nullptr);
+    context.slot().clear();
+    task_.let_go();
+  }
+
+  std::shared_ptr<State> state_;
+
+ private:
+  suspended_task task_;
+};
+
+}  // namespace coral::detail

@@ -1,0 +1,554 @@
+#define BOOST_TEST_MODULE coral sync
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/test/unit_test.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+
+namespace {
+
+// One task per primitive waiting on it, each recording where it stands.
+struct waiting_on_each {
+  coral::async_mutex mutex;
+  coral::semaphore permits{0};
+  coral::event flag;
+  waiting_on_each() { BOOST_REQUIRE(mutex.try_lock()); }
+
+  template <class Executor>
+  std::vector<coral::job<std::string>> spawn_waiters(Executor ex);
+};
+
+// Waits on one of w's primitives (0: lock, 1: acquire, 2: event) and says how that went.
+coral::task<std::string> wait_on(waiting_on_each& w, int which) {
+  lifetime l;
+  try {
+    if (which == 0) auto guard = co_await w.mutex.lock();
+    if (which == 1) co_await w.permits.acquire();
+    if (which == 2) co_await w.flag.wait();
+  } catch (const boost::system::system_error& e) {
+    co_return outcome_of(e);
+  }
+  co_return "ok";
+}
+
+template <class Executor>
+std::vector<coral::job<std::string>> waiting_on_each::spawn_waiters(Executor ex) {
+  std::vector<coral::job<std::string>> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back(coral::spawn(ex, wait_on(*this, i)));
+  return jobs;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Order and the try_ variants
+
+BOOST_AUTO_TEST_CASE(lock_waiters_get_the_lock_first_come_first_served) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  BOOST_REQUIRE(m.try_lock());
+  std::vector<int> order;
+  for (int i = 0; i < 4; ++i) {
+    coral::spawn(ctx, [&, i]() -> coral::task<> {
+      auto guard = co_await m.lock();
+      order.push_back(i);
+      co_await coral::yield();  // holds the lock across a suspension
+    });
+  }
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(order.empty());
+  m.unlock();
+  ctx.run();
+  BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(acquirers_get_permits_first_come_first_served_and_release_n_wakes_n) {
+  asio::io_context ctx(1);
+  coral::semaphore s(0);
+  std::vector<int> order;
+  for (int i = 0; i < 4; ++i) {
+    coral::spawn(ctx, [&, i]() -> coral::task<> {
+      co_await s.acquire();
+      order.push_back(i);
+    });
+  }
+  ctx.poll();
+  ctx.restart();
+  s.release(2);
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(order == (std::vector<int>{0, 1}), boost::test_tools::per_element());
+  s.release(3);
+  ctx.run();
+  BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(s.available() == 1u);  // what no waiter took
+}
+
+BOOST_AUTO_TEST_CASE(set_wakes_every_waiter_in_order_and_the_event_stays_set_until_reset) {
+  asio::io_context ctx(1);
+  coral::event e;
+  std::vector<int> order;
+  auto waiter = [&](int i) -> coral::task<> {
+    co_await e.wait();
+    order.push_back(i);
+  };
+  for (int i = 0; i < 3; ++i) coral::spawn(ctx, waiter(i));
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(!e.is_set());
+  BOOST_TEST(order.empty());
+  e.set();
+  BOOST_TEST(e.is_set());
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(order == (std::vector<int>{0, 1, 2}), boost::test_tools::per_element());
+  coral::spawn(ctx, waiter(3));  // set: completes at once
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(order.size() == 4u);
+  e.reset();
+  BOOST_TEST(!e.is_set());
+  coral::spawn(ctx, waiter(4));  // reset: waits for the next set()
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(order.size() == 4u);
+  e.set();
+  ctx.run();
+  BOOST_TEST(order.size() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(try_lock_fails_while_the_lock_is_held_and_never_overtakes_a_waiter) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(!m.try_lock());
+  bool waiter_locked = false;
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    auto guard = co_await m.lock();
+    waiter_locked = true;
+  });
+  ctx.poll();
+  ctx.restart();
+  m.unlock();                 // handed to the waiter, which has not run yet
+  BOOST_TEST(!m.try_lock());  // so the lock is not free
+  ctx.run();
+  BOOST_TEST(waiter_locked);
+  BOOST_TEST(m.try_lock());  // the waiter's guard unlocked it
+  m.unlock();
+}
+
+BOOST_AUTO_TEST_CASE(try_acquire_takes_only_available_permits_and_never_overtakes_a_waiter) {
+  asio::io_context ctx(1);
+  coral::semaphore s(2);
+  BOOST_TEST(s.try_acquire());
+  BOOST_TEST(s.try_acquire());
+  BOOST_TEST(!s.try_acquire());
+  bool acquired = false;
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    co_await s.acquire();
+    acquired = true;
+  });
+  ctx.poll();
+  ctx.restart();
+  s.release();
+  BOOST_TEST(!s.try_acquire());  // the permit went to the waiter
+  ctx.run();
+  BOOST_TEST(acquired);
+  BOOST_TEST(s.available() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_guard_unlocks_once_when_it_goes_and_a_moved_from_guard_owns_nothing) {
+  asio::io_context ctx(1);
+  coral::async_mutex a, b;
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    auto guard = co_await a.lock();
+    BOOST_TEST(guard.owns_lock());
+    BOOST_TEST(guard.mutex() == &a);
+    coral::async_mutex_lock moved(std::move(guard));
+    BOOST_TEST(!guard.owns_lock());
+    BOOST_TEST(!a.try_lock());
+    auto other = co_await b.lock();
+    other = std::move(moved);  // unlocks b, now owns a
+    BOOST_TEST(b.try_lock());
+    b.unlock();
+    BOOST_TEST(!a.try_lock());
+    other.unlock();
+    BOOST_TEST(!other.owns_lock());
+    BOOST_TEST(a.try_lock());  // unlocked exactly once: the moved-from guards did nothing
+    co_return;
+  });
+  ctx.run();
+  BOOST_TEST(!a.try_lock());  // still held by the task's last try_lock
+  a.unlock();
+  // Adopting a lock taken with try_lock(); assigning over a guard unlocks what it held.
+  BOOST_REQUIRE(a.try_lock());
+  coral::async_mutex_lock adopted(a, std::adopt_lock);
+  BOOST_REQUIRE(b.try_lock());
+  adopted = coral::async_mutex_lock(b, std::adopt_lock);
+  BOOST_TEST(a.try_lock());
+  BOOST_TEST(!b.try_lock());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation
+
+BOOST_AUTO_TEST_CASE(a_cancelled_lock_fails_with_operation_aborted_and_the_lock_goes_to_the_next_waiter) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  BOOST_REQUIRE(m.try_lock());
+  auto first = coral::spawn(ctx, [&]() -> coral::task<> { auto guard = co_await m.lock(); });
+  bool second_locked = false;
+  auto second = coral::spawn(ctx, [&]() -> coral::task<> {
+    auto guard = co_await m.lock();
+    second_locked = true;
+  });
+  ctx.poll();
+  ctx.restart();
+  first.cancel();
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(failure_of(first) == asio::error::operation_aborted);
+  m.unlock();
+  ctx.run();
+  BOOST_TEST(second_locked);
+  BOOST_TEST(m.try_lock());  // the cancelled waiter holds nothing
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_acquire_fails_with_operation_aborted_and_takes_no_permit) {
+  asio::io_context ctx(1);
+  coral::semaphore s(0);
+  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> { co_await s.acquire(); });
+  ctx.poll();
+  ctx.restart();
+  waiter.cancel();
+  ctx.run();
+  BOOST_TEST(failure_of(waiter) == asio::error::operation_aborted);
+  s.release();
+  BOOST_TEST(s.available() == 1u);  // not handed to the cancelled waiter
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_event_wait_fails_with_operation_aborted_and_a_later_set_is_harmless) {
+  asio::io_context ctx(1);
+  coral::event e;
+  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> { co_await e.wait(); });
+  ctx.poll();
+  ctx.restart();
+  waiter.cancel();
+  ctx.run();
+  BOOST_TEST(failure_of(waiter) == asio::error::operation_aborted);
+  e.set();
+  BOOST_TEST(e.is_set());
+}
+
+// Every source of cancellation reaches each primitive's wait: job.cancel(), the slot of spawn's
+// completion token, and a parent's cancellation reaching a child on another executor.
+BOOST_AUTO_TEST_CASE(every_cancellation_source_aborts_a_wait_on_each_primitive) {
+  for (std::string source : {"job", "token slot", "parent"}) {
+    BOOST_TEST_CONTEXT(source) {
+      asio::io_context ctx(1);
+      coral::event_loop other;
+      waiting_on_each w;
+      asio::cancellation_signal signals[3];
+      std::string token_outcomes[3];
+      std::vector<coral::job<std::string>> jobs;
+      for (int i = 0; i < 3; ++i) {
+        if (source == "job") {
+          jobs.push_back(coral::spawn(ctx, wait_on(w, i)));
+        } else if (source == "token slot") {
+          coral::spawn(ctx, wait_on(w, i),
+                       asio::bind_cancellation_slot(signals[i].slot(), [&, i](std::exception_ptr e, std::string r) {
+                         token_outcomes[i] = e ? "exception" : r;
+                       }));
+        } else {
+          jobs.push_back(coral::spawn(ctx, [&, i]() -> coral::task<std::string> {
+            co_return co_await coral::on(other.get_executor(), wait_on(w, i));
+          }));
+        }
+      }
+      ctx.poll();
+      ctx.restart();
+      thread_of(other.get_executor());  // the children have reached their waits on the other loop
+      thread_of(other.get_executor());
+      if (source == "token slot") {
+        for (auto& s : signals) s.emit(asio::cancellation_type::all);
+        ctx.run();
+        for (auto& o : token_outcomes) BOOST_TEST(o == "aborted");
+      } else {
+        for (auto& j : jobs) j.cancel();
+        std::thread runner([&] { ctx.run(); });
+        for (auto& j : jobs) BOOST_TEST(get_within(j) == "aborted");
+        runner.join();
+      }
+      // Nothing was acquired by the cancelled waits.
+      w.mutex.unlock();
+      BOOST_TEST(w.mutex.try_lock());
+      w.permits.release();
+      BOOST_TEST(w.permits.available() == 1u);
+    }
+  }
+}
+
+// Level-triggered: once the task is cancelled, a wait it starts afterwards fails at once, even
+// when it could complete without waiting, and takes nothing.
+BOOST_AUTO_TEST_CASE(a_wait_started_after_the_task_was_cancelled_fails_at_once_and_takes_nothing) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  coral::semaphore s(1);
+  coral::event never, set;
+  set.set();
+  auto job = coral::spawn(ctx, [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> out;
+    // Each await's outcome: "ok" or "aborted".
+    for (int step = 0; step < 4; ++step) {
+      try {
+        if (step == 0) co_await never.wait();           // cancelled while waiting here
+        if (step == 1) auto guard = co_await m.lock();  // free
+        if (step == 2) co_await s.acquire();            // a permit is available
+        if (step == 3) co_await set.wait();             // set
+        out.push_back("ok");
+      } catch (const boost::system::system_error& e) {
+        out.push_back(outcome_of(e));
+      }
+    }
+    co_return out;
+  });
+  ctx.poll();
+  ctx.restart();
+  job.cancel();
+  ctx.run();
+  BOOST_TEST(get_within(job) == (std::vector<std::string>{"aborted", "aborted", "aborted", "aborted"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(s.available() == 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads and executors
+
+BOOST_AUTO_TEST_CASE(waiters_resume_on_their_own_executors_whoever_wakes_them) {
+  waiting_on_each w;
+  std::vector<coral::job<bool>> jobs;
+  // Waiting on the loop (single-threaded: the post runs once the task has suspended), and on the
+  // pool.
+  std::promise<void> suspended[3];
+  for (int i = 0; i < 3; ++i) {
+    jobs.push_back(coral::spawn(coral::loop_executor{}, [&, i]() -> coral::task<bool> {
+      asio::post(coral::loop_executor{}, [&, i] { suspended[i].set_value(); });
+      if (i == 0) auto guard = co_await w.mutex.lock();
+      if (i == 1) co_await w.permits.acquire();
+      if (i == 2) co_await w.flag.wait();
+      co_return coral::loop_executor{}.running_in_this_thread();
+    }));
+  }
+  for (int i = 0; i < 3; ++i) {
+    jobs.push_back(coral::spawn(coral::pool_executor{}, [&, i]() -> coral::task<bool> {
+      if (i == 0) auto guard = co_await w.mutex.lock();
+      if (i == 1) co_await w.permits.acquire();
+      if (i == 2) co_await w.flag.wait();
+      co_return coral::pool_executor{}.running_in_this_thread();
+    }));
+  }
+  for (auto& s : suspended) s.get_future().wait();
+  // Woken from a thread of neither executor.
+  std::thread waker([&] {
+    w.mutex.unlock();
+    w.permits.release(2);
+    w.flag.set();
+  });
+  for (auto& j : jobs) BOOST_TEST(get_within(j));
+  waker.join();
+}
+
+namespace {
+
+// Tasks (one executor each, from `executor_of(i)`) increment a plain int under the mutex, reading
+// it, suspending, then writing it back: without mutual exclusion increments are lost.
+template <class ExecutorOf>
+void check_mutual_exclusion(ExecutorOf executor_of, int tasks, int rounds) {
+  coral::async_mutex m;
+  int counter = 0;
+  std::vector<coral::job<>> jobs;
+  for (int t = 0; t < tasks; ++t) {
+    jobs.push_back(coral::spawn(executor_of(t), [&m, &counter, rounds]() -> coral::task<> {
+      for (int r = 0; r < rounds; ++r) {
+        auto guard = co_await m.lock();
+        int seen = counter;
+        if (r % 4 == 0) co_await coral::yield();  // other tasks run meanwhile
+        counter = seen + 1;
+      }
+    }));
+  }
+  for (auto& j : jobs) get_within(j);
+  BOOST_TEST(counter == tasks * rounds);
+  BOOST_TEST(m.try_lock());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_mutex_excludes_under_contention_on_a_two_thread_pool_with_and_without_strands) {
+  asio::thread_pool pool(2);
+  check_mutual_exclusion([&](int) { return asio::any_io_executor(pool.get_executor()); }, 4, 2000);
+  check_mutual_exclusion([&](int) { return asio::any_io_executor(asio::make_strand(pool)); }, 4, 2000);
+}
+
+BOOST_AUTO_TEST_CASE(the_mutex_excludes_under_contention_on_an_io_context_run_by_two_threads) {
+  running_io_context ctx(2);
+  check_mutual_exclusion([&](int) { return asio::any_io_executor(ctx.get_executor()); }, 4, 2000);
+}
+
+BOOST_AUTO_TEST_CASE(the_mutex_excludes_under_contention_across_the_default_executors) {
+  check_mutual_exclusion(
+      [](int t) {
+        switch (t % 3) {
+          case 0:
+            return asio::any_io_executor(coral::loop_executor{});
+          case 1:
+            return asio::any_io_executor(coral::pool_executor{});
+          default:
+            return asio::any_io_executor(coral::new_thread_executor{});
+        }
+      },
+      6, 300);
+}
+
+// The race the rule is about: release() hands permits to waiters that are being cancelled at
+// that same moment, from another thread. Each waiter either holds one permit (it succeeded) or
+// none (it failed with operation_aborted): succeeded + still available == released, always.
+BOOST_AUTO_TEST_CASE(a_permit_handed_to_a_waiter_cancelled_at_that_moment_is_neither_lost_nor_duplicated) {
+  asio::thread_pool pool(2);
+  constexpr int iterations = 1500, waiters = 4, released = 2;
+  int handed_then_cancelled_lost = 0, succeeded_total = 0, aborted_total = 0;
+  for (int it = 0; it < iterations; ++it) {
+    coral::semaphore s(0);
+    std::vector<coral::job<>> jobs;
+    for (int i = 0; i < waiters; ++i) {
+      jobs.push_back(coral::spawn(asio::make_strand(pool), [&s]() -> coral::task<> { co_await s.acquire(); }));
+    }
+    std::promise<void> release_done;
+    asio::post(pool, [&] {
+      s.release(released);
+      release_done.set_value();
+    });
+    for (auto& j : jobs) j.cancel();
+    int succeeded = 0;
+    for (auto& j : jobs) {
+      auto e = failure_of(j);
+      BOOST_REQUIRE(!e || e == asio::error::operation_aborted);
+      (e ? aborted_total : succeeded)++;
+    }
+    release_done.get_future().wait();  // if every waiter was cancelled first, it may still run
+    if (succeeded + static_cast<int>(s.available()) != released) ++handed_then_cancelled_lost;
+    succeeded_total += succeeded;
+  }
+  BOOST_TEST(handed_then_cancelled_lost == 0);
+  BOOST_TEST_MESSAGE("succeeded " << succeeded_total << ", aborted " << aborted_total);
+  BOOST_TEST(succeeded_total > 0);
+  BOOST_TEST(aborted_total > 0);
+}
+
+// The same race for the mutex: unlock() hands the lock to waiters being cancelled. Afterwards the
+// lock must be free (not lost to a cancelled waiter) and no two tasks ever held it at once.
+BOOST_AUTO_TEST_CASE(a_lock_handed_to_a_waiter_cancelled_at_that_moment_goes_to_the_next_waiter_or_stays_free) {
+  asio::thread_pool pool(2);
+  constexpr int iterations = 1500, waiters = 4;
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  int lost = 0, locked_total = 0;
+  for (int it = 0; it < iterations; ++it) {
+    coral::async_mutex m;
+    BOOST_REQUIRE(m.try_lock());
+    std::vector<coral::job<>> jobs;
+    for (int i = 0; i < waiters; ++i) {
+      jobs.push_back(coral::spawn(asio::make_strand(pool), [&]() -> coral::task<> {
+        auto guard = co_await m.lock();
+        if (inside.fetch_add(1) != 0) overlapped = true;
+        inside.fetch_sub(1);
+      }));
+    }
+    std::promise<void> unlock_done;
+    asio::post(pool, [&] {
+      m.unlock();
+      unlock_done.set_value();
+    });
+    for (auto& j : jobs) j.cancel();
+    for (auto& j : jobs) {
+      auto e = failure_of(j);
+      BOOST_REQUIRE(!e || e == asio::error::operation_aborted);
+      if (!e) ++locked_total;
+    }
+    unlock_done.get_future().wait();
+    if (!m.try_lock()) {
+      ++lost;
+    } else {
+      m.unlock();
+    }
+  }
+  BOOST_TEST(lost == 0);
+  BOOST_TEST(!overlapped);
+  BOOST_TEST(locked_total > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shutdown and destruction
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_each_primitive_and_later_wakes_are_harmless,
+                              Context, owned_contexts) {
+  waiting_on_each w;
+  std::vector<coral::job<std::string>> jobs;
+  {
+    Context ctx;
+    jobs = w.spawn_waiters(ctx.get_executor());
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 3);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  w.mutex.unlock();
+  w.permits.release();
+  w.flag.set();
+  for (auto& j : jobs) BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(w.mutex.try_lock());  // nothing was handed to the dead waiters
+  BOOST_TEST(w.permits.available() == 1u);
+}
+
+// unlock() / release() hand the lock and a permit to waiters whose resumption is queued on a
+// context that is then destroyed: the waiters never resume, and what they were handed goes back.
+BOOST_AUTO_TEST_CASE(a_lock_or_permit_handed_to_a_task_destroyed_before_it_resumes_is_handed_on) {
+  waiting_on_each w;
+  std::vector<coral::job<std::string>> jobs;
+  {
+    asio::io_context ctx(1);
+    jobs = w.spawn_waiters(ctx.get_executor());
+    ctx.poll();
+    w.mutex.unlock();  // the resumptions are posted to ctx, which never runs them
+    w.permits.release();
+    w.flag.set();
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  for (auto& j : jobs) BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(w.mutex.try_lock());
+  BOOST_TEST(w.permits.available() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_primitive_fails_its_waiters_with_operation_aborted) {
+  asio::io_context ctx(1);
+  auto w = std::make_unique<waiting_on_each>();
+  auto jobs = w->spawn_waiters(ctx.get_executor());
+  ctx.poll();
+  ctx.restart();
+  w->mutex.unlock();  // the lock goes to its waiter; the other two still wait
+  ctx.poll();
+  ctx.restart();
+  w.reset();
+  ctx.run();
+  BOOST_TEST(jobs[0].get_result() == "ok");
+  BOOST_TEST(jobs[1].get_result() == "aborted");
+  BOOST_TEST(jobs[2].get_result() == "aborted");
+}
