@@ -464,3 +464,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_group_destroyed_without_join_cancels_its_ta
   const auto text = capture.text();
   BOOST_TEST(text.find("nobody observed its exception: nobody joins") != std::string::npos, text);
 }
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_tasks, Place, places) {
+  Place place;
+  coral::async_mutex m;
+  coral::semaphore s(0);
+  coral::event ev;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<bool> {
+    auto [guard, permit, set, v] =
+        co_await coral::when_all(m.lock(), s.acquire(), ev.wait(), [&]() -> coral::task<int> {
+          co_await coral::sleep_for(1ms);
+          s.release();
+          ev.set();
+          co_return 3;
+        }());
+    co_return guard.owns_lock() && !m.try_lock() && v == 3 && s.try_acquire() == false;
+  });
+  BOOST_TEST(get_within(std::move(j)));
+  BOOST_TEST(m.try_lock());  // the guard went with the task
+  m.unlock();
+}
