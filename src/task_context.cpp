@@ -155,8 +155,17 @@ void task_context::leave_context() noexcept {
 }
 
 void task_context::abandon() noexcept {
+  // A waker that found the gate closed may let go of the segment at this very moment, which
+  // destroys its frames, and with them the external wait: hold the frames while abandoning it.
+  // If they are already going, there is nothing left to abandon.
+  std::uint32_t keeps = keep_alive_.load(std::memory_order_acquire);
+  while (keeps != 0 &&
+         !keep_alive_.compare_exchange_weak(keeps, keeps + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+  }
+  if (keeps == 0) return drop_executor();
   if (auto* wait = std::exchange(external_wait_, nullptr)) wait->abandon();
   drop_executor();
+  release_keep_alive();  // the last one destroys the frames, as the abandoned wait would have
 }
 
 void task_context::drop_executor() noexcept {
