@@ -1,0 +1,81 @@
+// Deadlines, fan-out and races with coral: a request under a deadline, a fan-out with when_all, a
+// race with when_any, a ticker, and a task group whose first failure cancels the rest. Timings
+// leave wide margins, so the output is the same on a loaded machine.
+#include <chrono>
+#include <coral/coral.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A "backend" that answers after `delay`.
+coral::task<std::string> fetch(std::string what, std::chrono::milliseconds delay) {
+  co_await coral::sleep_for(delay);
+  co_return what;
+}
+
+coral::task<> request_with_deadline() {
+  auto fast = co_await coral::with_timeout(1s, fetch("profile", 10ms));
+  std::printf("deadline: got %s in time\n", fast.c_str());
+  try {
+    co_await coral::with_timeout(50ms, fetch("report", std::chrono::hours(1)));
+  } catch (const coral::timeout_error& e) {
+    std::printf("deadline: %s\n", e.what());
+  }
+}
+
+coral::task<> fan_out() {
+  auto [a, b, c] = co_await coral::when_all(fetch("a", 30ms), fetch("b", 10ms), fetch("c", 20ms));
+  std::printf("fan-out: %s %s %s (in argument order, whatever finished first)\n", a.c_str(), b.c_str(), c.c_str());
+  std::vector<coral::task<std::string>> shards;
+  for (int i = 0; i < 5; ++i)
+    shards.push_back(fetch("shard" + std::to_string(i), std::chrono::milliseconds(5 * (5 - i))));
+  auto results = co_await coral::when_all(std::move(shards));
+  std::printf("fan-out: %zu shards, first %s, last %s\n", results.size(), results.front().c_str(),
+              results.back().c_str());
+}
+
+coral::task<> race() {
+  auto winner = co_await coral::when_any(fetch("primary", std::chrono::hours(1)), fetch("replica", 10ms));
+  std::printf("race: %s answered first (branch %zu); the other was cancelled and awaited\n",
+              std::get<1>(winner).c_str(), winner.index());
+  auto timed = co_await coral::when_any(fetch("slow", std::chrono::hours(1)), 20ms);
+  std::printf("race: %s\n", timed.index() == 1 ? "the 20ms sleep won" : "the fetch won");
+}
+
+coral::task<> ticker() {
+  for (int i = 1; i <= 3; ++i) {
+    co_await coral::sleep_for(10ms);
+    std::printf("ticker: tick %d\n", i);
+  }
+}
+
+coral::task<> group_with_a_failure() {
+  coral::task_group g(co_await coral::this_task::executor);
+  g.spawn(fetch("never", std::chrono::hours(1)));
+  g.spawn([]() -> coral::task<> {
+    co_await coral::sleep_for(10ms);
+    throw std::runtime_error("worker 2 failed");
+  });
+  try {
+    co_await g.join();
+  } catch (const std::exception& e) {
+    std::printf("group: %s; the other worker was cancelled (%zu left)\n", e.what(), g.size());
+  }
+}
+
+}  // namespace
+
+int main() {
+  coral::event_loop loop;
+  coral::sync_wait(loop.get_executor(), []() -> coral::task<> {
+    co_await request_with_deadline();
+    co_await fan_out();
+    co_await race();
+    co_await ticker();
+    co_await group_with_a_failure();
+  }());
+}
