@@ -315,23 +315,27 @@ BOOST_AUTO_TEST_CASE(children_that_finish_at_once_do_not_suspend_the_parent_or_g
   BOOST_TEST(j.get_result() == 600'000);
 }
 
+// Everything by value: it outlives the frame of the task that awaited it.
+coral::task<int, coral::pool_executor> pool_sleeper(std::shared_ptr<std::atomic<int>> aborted,
+                                                    std::shared_ptr<std::promise<void>> started) {
+  started->set_value();
+  co_return co_await sleeper(std::move(aborted));
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_the_context_of_a_waiting_parent_frees_it_and_its_children, Context,
                               owned_contexts) {
   auto aborted = std::make_shared<std::atomic<int>>(0);
-  std::promise<void> pool_child_started;
+  auto pool_child_started = std::make_shared<std::promise<void>>();
+  auto started = pool_child_started->get_future();
   coral::job<int> j;
   {
     Context context;
-    j = coral::spawn(context.get_executor(), [&]() -> coral::task<int> {
-      auto pool_child = [&]() -> coral::task<int, coral::pool_executor> {
-        pool_child_started.set_value();
-        co_return co_await sleeper(aborted);
-      };
-      auto [a, b] = co_await coral::when_all(sleeper(aborted), pool_child());
+    j = coral::spawn(context.get_executor(), [aborted, pool_child_started]() -> coral::task<int> {
+      auto [a, b] = co_await coral::when_all(sleeper(aborted), pool_sleeper(aborted, pool_child_started));
       co_return a + b;
     });
     context.settle();
-    BOOST_REQUIRE(pool_child_started.get_future().wait_for(patience) == std::future_status::ready);
+    BOOST_REQUIRE(started.wait_for(patience) == std::future_status::ready);
   }
   BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
   // The pool child is cancelled by the parent's going away and ends on its own.
