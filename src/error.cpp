@@ -32,6 +32,7 @@ const boost::system::error_category& error_category() noexcept {
 
 namespace coral::detail {
 
+namespace {
 std::string describe_duration(std::chrono::nanoseconds d) {
   using namespace std::chrono;
   const auto count = d.count();
@@ -39,6 +40,12 @@ std::string describe_duration(std::chrono::nanoseconds d) {
   if (count % 1'000'000 == 0) return std::to_string(duration_cast<milliseconds>(d).count()) + "ms";
   if (count % 1'000 == 0) return std::to_string(duration_cast<microseconds>(d).count()) + "us";
   return std::to_string(count) + "ns";
+}
+}  // namespace
+
+void throw_timeout(const std::chrono::steady_clock::duration* timeout) {
+  if (!timeout) throw timeout_error("coral::with_deadline: the operation did not finish by its deadline");
+  throw timeout_error("coral::with_timeout: the operation did not finish within " + describe_duration(*timeout));
 }
 
 }  // namespace coral::detail

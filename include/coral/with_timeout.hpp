@@ -1,7 +1,6 @@
 #pragma once
 
 #include <chrono>
-#include <string>
 #include <utility>
 #include <variant>
 
@@ -31,29 +30,35 @@ auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a);
 
 namespace detail {
 
-std::string describe_duration(std::chrono::nanoseconds d);
-
 // True if the deadline passed, false if the timer was cancelled (the operation ended first): a
 // cancelled timer is the common case, so it is not an exception.
 inline task<bool> deadline_timer(std::chrono::steady_clock::time_point deadline) {
   co_return !co_await sleep_outcome_awaiter(deadline);
 }
 
-template <class T, class Task>
-task<T> run_with_deadline(Task operation, std::chrono::steady_clock::time_point deadline, std::string timeout_message) {
-  auto outcome = co_await when_any(std::move(operation), deadline_timer(deadline));
-  if (outcome.index() == 1 && std::get<1>(outcome)) throw timeout_error(timeout_message);
-  // The timer cannot win without expiring unless the awaiting task was cancelled.
-  if (outcome.index() == 1) task_context::throw_cancelled();
-  if constexpr (!std::is_void_v<T>) co_return std::get<0>(std::move(outcome));
-}
+[[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout);
 
-// The deadline is fixed when the task starts, not when it is created.
-template <class T, class Task>
-task<T> run_with_timeout(Task operation, std::chrono::steady_clock::duration timeout) {
-  co_return co_await run_with_deadline<T>(
-      std::move(operation), std::chrono::steady_clock::now() + timeout,
-      "coral::with_timeout: the operation did not finish within " + describe_duration(timeout));
+// `limit`: a duration (the deadline is fixed when the task starts, not when it is created) or a
+// time point. The timeout message is only built if it is thrown.
+template <class T, class Task, class Limit>
+task<T> run_timed(Task operation, Limit limit) {
+  std::chrono::steady_clock::time_point deadline;
+  if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
+    deadline = std::chrono::steady_clock::now() + limit;
+  } else {
+    deadline = limit;
+  }
+  auto outcome = co_await when_any(std::move(operation), deadline_timer(deadline));
+  if (outcome.index() == 1) {
+    // The timer cannot win without expiring unless the awaiting task was cancelled.
+    if (!std::get<1>(outcome)) task_context::throw_cancelled();
+    if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
+      throw_timeout(&limit);
+    } else {
+      throw_timeout(nullptr);
+    }
+  }
+  if constexpr (!std::is_void_v<T>) co_return std::get<0>(std::move(outcome));
 }
 
 }  // namespace detail
@@ -61,15 +66,14 @@ task<T> run_with_timeout(Task operation, std::chrono::steady_clock::duration tim
 template <class Rep, class Period, detail::join_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
-  return detail::run_with_timeout<T>(detail::as_join_task(std::forward<A>(a)),
-                                     std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+  return detail::run_timed<T>(detail::as_join_task(std::forward<A>(a)),
+                              std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
 }
 
 template <detail::join_argument A>
 auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
-  return detail::run_with_deadline<T>(detail::as_join_task(std::forward<A>(a)), deadline,
-                                      "coral::with_deadline: the operation did not finish by its deadline");
+  return detail::run_timed<T>(detail::as_join_task(std::forward<A>(a)), deadline);
 }
 
 }  // namespace coral
