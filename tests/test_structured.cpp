@@ -488,3 +488,24 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_task
   BOOST_TEST(m.try_lock());  // the guard went with the task
   m.unlock();
 }
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_operation_started_after_the_deadline_is_cancelled_too, Place, places) {
+  // asio #1574: with edge-triggered cancellation, a wait started after the cancel was missed.
+  Place place;
+  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
+    auto stubborn = []() -> coral::task<> {
+      try {
+        co_await coral::sleep_for(std::chrono::hours(1));
+      } catch (const boost::system::system_error&) {
+      }
+      co_await coral::sleep_for(std::chrono::hours(1));  // after the deadline: fails at once
+    };
+    try {
+      co_await coral::with_timeout(10ms, stubborn());
+    } catch (const coral::timeout_error& e) {
+      co_return e.what();
+    }
+    co_return "no timeout";
+  });
+  BOOST_TEST(get_within(std::move(j)).find("within 10ms") != std::string::npos);
+}
