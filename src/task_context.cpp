@@ -17,12 +17,18 @@ class context_service final : public asio::execution_context::service {
   static asio::execution_context::id id;
 
   explicit context_service(asio::execution_context& context)
-      : asio::execution_context::service(context), gate(std::make_shared<context_gate>(single_threaded(context))) {}
+      : asio::execution_context::service(context),
+        gate(std::make_shared<context_gate>(single_threaded(context), scheduler_of(context))) {}
 
   std::shared_ptr<context_gate> gate;
 
  private:
   void shutdown() override { gate->shut_down(); }
+
+  static asio::detail::thread_context* scheduler_of(asio::execution_context& context) {
+    if (!asio::has_service<asio::detail::scheduler>(context)) return nullptr;
+    return &asio::use_service<asio::detail::scheduler>(context);
+  }
 
   // An io_context created with concurrency hint 1 promises to be run by one thread (Asio itself
   // relies on that promise); any other context may run work concurrently.
@@ -90,7 +96,6 @@ task_context::task_context(placement where)
     : executor_(std::move(where.executor)), gate_(std::move(where.gate)), serialised_(where.serialised) {
   const task_context* same = where.same_as;
   if (same && same->work_.index() != 0) {  // (0: that segment has left its context already)
-    home_ = same->home_;
     if (same->work_.index() == 3) {
       work_.emplace<3>(std::make_unique<asio::any_io_executor>(*std::get<3>(same->work_)));
     } else if (same->work_.index() == 2) {
@@ -102,13 +107,10 @@ task_context::task_context(placement where)
     constexpr auto tracked = asio::execution::outstanding_work.tracked;
     if (auto io = io_context_executor_of(executor_)) {
       work_.emplace<1>(asio::prefer(*io, tracked));
-      home_.io_ = &io->context();
     } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
       work_.emplace<2>(asio::prefer(*pool, tracked));
-      home_.pool_ = &pool->context();
     } else if (auto* strand = executor_.target<pool_strand>()) {
       work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
-      home_.pool_ = &strand->get_inner_executor().context();
     } else {
       work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
     }
@@ -171,11 +173,6 @@ void task_context::abandon() noexcept {
 void task_context::drop_executor() noexcept {
   work_.emplace<0>();
   executor_ = asio::any_io_executor();
-}
-
-bool home_executor::running_in_this_thread() const noexcept {
-  if (io_) return io_->get_executor().running_in_this_thread();
-  return pool_ && pool_->get_executor().running_in_this_thread();
 }
 
 }  // namespace coral::detail

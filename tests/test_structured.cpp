@@ -509,3 +509,63 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_operation_started_after_the_deadline_is_cancell
   });
   BOOST_TEST(get_within(std::move(j)).find("within 10ms") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancel_that_comes_before_the_deadline_is_not_a_timeout_even_on_a_busy_executor, Place,
+                              places) {
+  // The executor is kept busy by a sibling from before the cancel until after the deadline, so
+  // the timer's expiry and the cancellation are both queued when the timed task runs again.
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto heard = std::make_shared<std::string>();
+  auto busy = std::make_shared<std::promise<void>>();
+  auto cancel_sent = std::make_shared<std::atomic<bool>>(false);
+  auto j = coral::spawn(place.get_executor(), [=]() -> coral::task<> {
+    auto timed = [](auto aborted, auto heard) -> coral::task<> {
+      try {
+        co_await coral::with_timeout(5ms, sleeper(aborted));
+        *heard = "a value";
+      } catch (const coral::timeout_error&) {
+        *heard = "timeout_error";
+      } catch (const boost::system::system_error& e) {
+        *heard = e.code() == asio::error::operation_aborted ? "operation_aborted" : e.what();
+      }
+    };
+    auto hog = [](auto busy, auto cancel_sent) -> coral::task<> {
+      const auto deadline_passed = std::chrono::steady_clock::now() + 10ms;
+      busy->set_value();
+      const auto give_up = std::chrono::steady_clock::now() + patience;
+      while ((!*cancel_sent || std::chrono::steady_clock::now() < deadline_passed) &&
+             std::chrono::steady_clock::now() < give_up) {
+      }
+      co_return;
+    };
+    co_await coral::when_all(timed(aborted, heard), hog(busy, cancel_sent));
+  });
+  BOOST_REQUIRE(busy->get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  *cancel_sent = true;
+  failure_of(j);
+  BOOST_TEST(*heard == "operation_aborted");
+  BOOST_TEST(aborted->load() == 1);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_context_destroyed_under_a_joining_task_group_reports_nothing, Context, owned_contexts) {
+  // Nothing failed: the tasks were destroyed with their context, and the job says so.
+  stderr_capture capture;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  coral::job<> j;
+  {
+    Context context;
+    j = coral::spawn(context.get_executor(), [aborted]() -> coral::task<> {
+      coral::task_group g(co_await coral::this_task::executor);
+      g.spawn(sleeper(aborted));
+      g.spawn(sleeper(aborted));
+      co_await g.join();
+    });
+    context.settle();
+  }
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  BOOST_TEST(lifetime::alive == 0);
+  const auto text = capture.text();
+  BOOST_TEST(text.empty(), text);
+}

@@ -167,7 +167,7 @@ class job {
 
   void check_waitable(const char* what) const {
     check_valid(what);
-    if (!state_->done() && state_->home().running_in_this_thread()) {
+    if (!state_->done() && state_->gate().runs_in_this_thread()) {
       throw std::logic_error(std::string("coral::job::") + what +
                              " called on a thread of the job's own executor while the job is still running: "
                              "blocking here would deadlock, since the job can only finish on this executor. "

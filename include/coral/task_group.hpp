@@ -63,7 +63,10 @@ class task_group {
       // The group reports the failure (join, or the group's end): not the job.
       s.mark_observed();
       std::exception_ptr failure;
-      if (s.result().has_exception()) failure = std::exchange(s.result().exception_ref(), nullptr);
+      // A task destroyed with its context (shutdown) did not fail: there is nothing to report.
+      if (s.result().has_exception() && !s.abandoned()) {
+        failure = std::exchange(s.result().exception_ref(), nullptr);
+      }
       group->child_ended(*link, std::move(failure));
       group->release();
     });

@@ -12,7 +12,7 @@
 
 namespace coral {
 
-// `auto v = co_await with_timeout(250ms, fetch());` awaits a task or coral awaitable for at most
+// `auto v = co_await with_timeout(250ms, fetch());` awaits a task for at most
 // the given time (counted from when the returned task starts). If the time runs out first, the
 // operation — and everything it started: its children, its nested waits, whatever it starts
 // later — is cancelled and awaited, then timeout_error is thrown (its message names the
@@ -20,12 +20,18 @@ namespace coral {
 //
 // Timeouts nest: the nearest deadline wins (an inner timeout surfaces as the inner
 // timeout_error). Cancelling the awaiting task cancels the operation and surfaces as
-// operation_aborted, never as timeout_error.
-template <class Rep, class Period, detail::join_argument A>
+// operation_aborted, never as timeout_error (even when the deadline passes while the
+// cancellation is on its way).
+//
+// The operation is a task. Channel operations are not accepted yet: one that completed just as
+// the time ran out would be dropped (a received value lost, a sent value reported as not sent);
+// this waits for the lossless select. Inside a task of your own, a timed-out receive is equally
+// lost, so prefer timing out a whole exchange rather than one receive.
+template <class Rep, class Period, detail::race_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a);
 
 // As with_timeout, with an absolute deadline on the steady clock.
-template <detail::join_argument A>
+template <detail::race_argument A>
 auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a);
 
 namespace detail {
@@ -50,8 +56,10 @@ task<T> run_timed(Task operation, Limit limit) {
   }
   auto outcome = co_await when_any(std::move(operation), deadline_timer(deadline));
   if (outcome.index() == 1) {
-    // The timer cannot win without expiring unless the awaiting task was cancelled.
-    if (!std::get<1>(outcome)) task_context::throw_cancelled();
+    // The timer cannot win without expiring unless the awaiting task was cancelled; and if the
+    // task was cancelled before its cancellation reached the timer, that is what it hears.
+    task_context& self = co_await current_segment{};
+    if (!std::get<1>(outcome) || self.cancelled()) task_context::throw_cancelled();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit);
     } else {
@@ -63,14 +71,14 @@ task<T> run_timed(Task operation, Limit limit) {
 
 }  // namespace detail
 
-template <class Rep, class Period, detail::join_argument A>
+template <class Rep, class Period, detail::race_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
   return detail::run_timed<T>(detail::as_join_task(std::forward<A>(a)),
                               std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
 }
 
-template <detail::join_argument A>
+template <detail::race_argument A>
 auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
   return detail::run_timed<T>(detail::as_join_task(std::forward<A>(a)), deadline);

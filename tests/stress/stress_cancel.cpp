@@ -40,7 +40,8 @@ coral::task<int, coral::pool_executor> sleepy_on_pool(int rounds) {
 }
 
 enum class work { sleep, receive, send, socket_read, child_on, bound_child, yield_loop, count };
-const char* const work_names[] = {"sleep", "receive", "send", "socket read", "child via on()", "bound pool child", "yields"};
+const char* const work_names[] = {"sleep",          "receive",          "send",  "socket read",
+                                  "child via on()", "bound pool child", "yields"};
 
 struct round_state {
   coral::channel<item> ch;
@@ -48,8 +49,8 @@ struct round_state {
   explicit round_state(std::size_t capacity, std::size_t tasks) : ch(capacity), sent(tasks), received(tasks) {}
 };
 
-coral::task<int> body(work w, int index, round_state& st, asio::any_io_executor other, std::shared_ptr<tcp::socket> socket,
-                      int amount) {
+coral::task<int> body(work w, int index, round_state& st, asio::any_io_executor other,
+                      std::shared_ptr<tcp::socket> socket, int amount) {
   lifetime l;
   switch (w) {
     case work::sleep:
@@ -176,5 +177,73 @@ BOOST_AUTO_TEST_CASE(random_cancellation_across_executors_ends_every_job_and_los
 
     peers.clear();
   }
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+namespace {
+
+coral::task<item> leaf(int us) {
+  co_await coral::sleep_for(std::chrono::microseconds(us));
+  co_return item(us);
+}
+
+coral::task<item, coral::pool_executor> pool_leaf(int us) {
+  co_return co_await leaf(us);
+}
+
+// A parent on the dying context waits on children that end on a live pool.
+coral::task<> waiting_parent(int kind, asio::thread_pool::executor_type pool, int us) {
+  lifetime alive;
+  switch (kind) {
+    case 0:
+      co_await coral::on(pool, leaf(us));
+      break;
+    case 1:
+      co_await coral::when_all(pool_leaf(us), pool_leaf(us / 2));
+      break;
+    case 2:
+      co_await coral::when_any(pool_leaf(us), pool_leaf(us + 500));
+      break;
+    case 3:
+      co_await coral::with_timeout(std::chrono::seconds(1), pool_leaf(us));
+      break;
+    default: {
+      coral::task_group g(pool);
+      g.spawn(leaf(us));
+      co_await g.join();
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(destroying_a_context_while_its_tasks_children_end_on_a_pool_frees_everything) {
+  // The children's ends race the context's shutdown: resuming the parent fails (the context is
+  // closing) while the shutdown abandons that same parent; waiting on the jobs afterwards must
+  // not touch the dead context.
+  std::mt19937 rng(7);
+  asio::thread_pool pool(2);
+  for (int round = 0; round < 200; ++round) {
+    const int kind = round % 5;
+    std::vector<coral::job<>> jobs;
+    {
+      asio::io_context ctx(1);
+      for (int k = 0; k < 40; ++k) {
+        jobs.push_back(
+            coral::spawn(ctx, waiting_parent(kind, pool.get_executor(), 500 + static_cast<int>(rng() % 1000))));
+      }
+      std::thread runner([&] { ctx.run_for(std::chrono::milliseconds(1)); });
+      runner.join();
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1500));  // a random moment, not a wait
+    }
+    for (auto& j : jobs) {
+      BOOST_TEST_CONTEXT("round " << round << ", kind " << kind) {
+        BOOST_TEST_REQUIRE(j.wait_for(patience));
+        const auto code = failure_of(j);
+        BOOST_TEST((!code || code == asio::error::operation_aborted), code.message());
+      }
+    }
+  }
+  for (int i = 0; i < 3000 && lifetime::alive != 0; ++i) thread_of(pool.get_executor());
   BOOST_TEST(lifetime::alive == 0);
 }

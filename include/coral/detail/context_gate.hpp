@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/detail/call_stack.hpp>
+#include <boost/asio/detail/thread_context.hpp>
 #include <memory>
 #include <mutex>
 
@@ -37,7 +39,9 @@ class gate_member {
 // Shared (not owned by the context): whoever may still try to enter holds it, and finds it closed.
 class context_gate {
  public:
-  explicit context_gate(bool single_threaded) noexcept : single_threaded_(single_threaded) {}
+  // `scheduler`: the context's Asio scheduler, if it has one (io_context, thread_pool).
+  context_gate(bool single_threaded, asio::detail::thread_context* scheduler) noexcept
+      : single_threaded_(single_threaded), scheduler_(scheduler) {}
 
   // Lock-free; true if the caller may post to the context until leave().
   bool enter() noexcept {
@@ -80,6 +84,14 @@ class context_gate {
   // run by one thread and does not serialise its tasks with a strand.
   bool single_threaded() const noexcept { return single_threaded_; }
 
+  // Whether the calling thread is running the context's scheduler (as its executors'
+  // running_in_this_thread()). Safe after the context is gone: only the address is compared.
+  bool runs_in_this_thread() const noexcept {
+    return scheduler_ &&
+           asio::detail::call_stack<asio::detail::thread_context, asio::detail::thread_info_base>::contains(
+               scheduler_) != nullptr;
+  }
+
   // Members are linked while they are alive on the context; abandoned at shutdown.
   // Returns false if the gate is already closed (the member was not linked).
   bool link(gate_member& m) {
@@ -121,6 +133,7 @@ class context_gate {
   }
 
   const bool single_threaded_;
+  asio::detail::thread_context* const scheduler_;
   std::atomic<bool> open_{true};
   std::atomic<unsigned> entered_{0};
   std::mutex members_mutex_;

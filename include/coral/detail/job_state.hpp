@@ -122,6 +122,9 @@ class job_state : public task_context {
   }
 
   task_result<T>& result() noexcept { return result_; }
+  // Whether the task was destroyed unfinished because its execution context shut down (its
+  // result is then operation_aborted, which nobody needs to be told about). Read once it ended.
+  bool abandoned() const noexcept { return abandoned_; }
   void mark_observed() noexcept { observed_.store(true, std::memory_order_relaxed); }
   // True for the first caller only: a move-only result can be taken once.
   bool claim_result() noexcept { return !taken_.exchange(true, std::memory_order_acq_rel); }
@@ -144,6 +147,7 @@ class job_state : public task_context {
     mark_ended();
     std::exchange(frame_, nullptr).destroy();
     mark_observed();
+    abandoned_ = true;
     result_.set_exception(std::make_exception_ptr(boost::system::system_error(
         asio::error::operation_aborted,
         "coral: the task was destroyed before it finished (its execution context shut down)")));
@@ -186,6 +190,7 @@ class job_state : public task_context {
   std::atomic<job_callback<T>*> callbacks_{nullptr};
   std::atomic<bool> observed_{false};
   std::atomic<bool> taken_{false};
+  bool abandoned_ = false;
 };
 
 // A job whose task comes from a callable (typically a capturing lambda): the callable lives here,

@@ -51,6 +51,19 @@ concept join_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::
 template <class A>
 concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>>;
 
+// `co_await current_segment{}`: the segment of the awaiting task, without suspending.
+struct current_segment {
+  using coral_awaitable = void;
+  task_context* context = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) noexcept {
+    context = &coroutine.promise().context();
+    return false;
+  }
+  task_context& await_resume() const noexcept { return *context; }
+};
+
 template <class R, class A>
 task<R> await_in_task(A awaitable) {
   if constexpr (std::is_void_v<R>) {

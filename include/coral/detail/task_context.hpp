@@ -30,18 +30,6 @@ struct placement {
 // one at a time anyway, and only cancellation reaches it from outside.
 placement place(const asio::any_io_executor& executor, bool cancellable = true);
 
-// The context a blocking wait on a job checks against (to throw instead of deadlocking): the
-// io_context or thread_pool under the task's executor, if it is one; only its address is kept.
-class home_executor {
- public:
-  bool running_in_this_thread() const noexcept;
-
- private:
-  friend class task_context;
-  asio::io_context* io_ = nullptr;
-  asio::thread_pool* pool_ = nullptr;
-};
-
 // A wait whose waker lives outside the task's execution context (a channel, a child task on
 // another executor). When the context shuts down the wait is abandoned: it detaches from its
 // waker and lets go of the chain, so the chain's frames are destroyed with the context.
@@ -76,7 +64,6 @@ class task_context : public gate_member {
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
   const asio::any_io_executor& executor() const noexcept { return executor_; }
   context_gate& gate() const noexcept { return *gate_; }
-  const home_executor& home() const noexcept { return home_; }
 
   // For a child segment that runs on this segment's executor, when that executor can be shared
   // as it is (it runs one thing at a time).
@@ -160,7 +147,6 @@ class task_context : public gate_member {
                std::unique_ptr<asio::any_io_executor>>
       work_;
   asio::cancellation_signal signal_;
-  home_executor home_;
   external_wait* external_wait_ = nullptr;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
