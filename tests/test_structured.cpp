@@ -569,3 +569,102 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_context_destroyed_under_a_joining_task_group_rep
   const auto text = capture.text();
   BOOST_TEST(text.empty(), text);
 }
+
+// Lossless select: channel operations raced in when_any / with_timeout happen only if they win.
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_over_ready_channels_takes_exactly_one_value, Place, places) {
+  Place place;
+  coral::channel<int> first(1), second(1);
+  BOOST_REQUIRE(first.try_send(1));
+  BOOST_REQUIRE(second.try_send(2));
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+    auto r = co_await coral::when_any(first.receive(), second.receive());
+    co_return r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
+  });
+  const int got = get_within(std::move(j));
+  BOOST_TEST((got == 1 || got == 2));
+  BOOST_TEST(first.size() + second.size() == 1u);
+  BOOST_TEST((got == 1 ? second.size() : first.size()) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_that_loses_to_a_timer_consumes_nothing_and_stops_waiting, Place, places) {
+  Place place;
+  coral::channel<int> ch;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
+    auto r = co_await coral::when_any(ch.receive(), 5ms);
+    co_return r.index();
+  });
+  BOOST_TEST(get_within(std::move(j)) == 1u);
+  BOOST_TEST(!ch.try_send(1));  // nobody is left waiting to receive it
+  auto timed = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    try {
+      co_await coral::with_timeout(5ms, ch.receive());
+    } catch (const coral::timeout_error& e) {
+      co_return e.what();
+    }
+    co_return "received";
+  });
+  BOOST_TEST(get_within(std::move(timed)).find("within 5ms") != std::string::npos);
+  BOOST_TEST(!ch.try_send(1));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_send_that_loses_to_a_timer_delivers_nothing, Place, places) {
+  Place place;
+  coral::channel<int> ch;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
+    auto r = co_await coral::when_any(ch.send(7), 5ms);
+    co_return r.index();
+  });
+  BOOST_TEST(get_within(std::move(j)) == 1u);
+  BOOST_TEST(!ch.try_receive().has_value());  // the send is not waiting any more either
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(two_selects_that_meet_agree_on_what_happened, Place, places) {
+  Place place;
+  for (int round = 0; round < 50; ++round) {
+    coral::channel<int> ab, ba;
+    auto a = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+      auto r = co_await coral::when_any(ab.send(1), ba.receive());
+      co_return r.index() == 0 ? "sent" : "received " + std::to_string(std::get<1>(r));
+    });
+    auto b = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+      auto r = co_await coral::when_any(ab.receive(), ba.send(2));
+      co_return r.index() == 1 ? "sent" : "received " + std::to_string(std::get<0>(r));
+    });
+    const auto ra = get_within(std::move(a));
+    const auto rb = get_within(std::move(b));
+    BOOST_TEST_CONTEXT("round " << round) {
+      BOOST_TEST(((ra == "sent" && rb == "received 1") || (ra == "received 2" && rb == "sent")), ra << " / " << rb);
+      BOOST_TEST(!ab.try_receive().has_value());
+      BOOST_TEST(!ba.try_receive().has_value());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_never_meets_itself, Place, places) {
+  Place place;
+  coral::channel<int> unbuffered;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
+    auto r = co_await coral::when_any(unbuffered.send(1), unbuffered.receive(), 5ms);
+    co_return r.index();
+  });
+  BOOST_TEST(get_within(std::move(j)) == 2u);
+  coral::channel<int> buffered(1);
+  auto k = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
+    auto r = co_await coral::when_any(buffered.receive(), buffered.send(1));
+    co_return r.index();
+  });
+  BOOST_TEST(get_within(std::move(k)) == 1u);  // the send went to the buffer; the receive did not take it
+  BOOST_TEST(buffered.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_channel_ends_a_select_with_channel_closed, Place, places) {
+  Place place;
+  coral::channel<int> open, closed;
+  closed.close();
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    co_await coral::when_any(open.receive(), closed.receive(), std::chrono::hours(1));
+  });
+  BOOST_CHECK_THROW(get_within(std::move(j)), coral::channel_closed);
+  BOOST_TEST(!open.try_send(1));
+}

@@ -19,15 +19,21 @@ namespace coral {
 // std::monostate), or the winner's exception is rethrown. Losers finish at once: their waits end
 // with operation_aborted as soon as they are cancelled (no waiting for a timer to expire).
 //
-// - Arguments are tasks or durations (`when_any(work(), 5s)`: the index says whether the work
-//   or the sleep ended first); tasks run on their bound executor type, else on the awaiting
-//   task's executor.
+// - Arguments are tasks, durations (`when_any(work(), 5s)`: the index says whether the work or
+//   the sleep ended first) and channel operations (`ch.receive()`, `ch.send(v)`, `ch.next()`).
+//   Tasks run on their bound executor type, else on the awaiting task's executor.
+// - A select is lossless: at most one channel operation among the arguments happens, the
+//   winner's. A losing receive consumed no value (it is still in its channel, or went to another
+//   receiver); a losing send delivered none (the value is dropped with the awaiter, never
+//   received). Rule: an operation that ends with operation_aborted did not happen.
 // - Cancelling the awaiting task cancels every child; the first to end then typically ends with
 //   operation_aborted, which is rethrown.
 // - If the awaiting task's execution context shuts down meanwhile, the children are cancelled
 //   and the awaiting task's frames are destroyed with the context.
 // - A losing task may already have done part of its work before it was cancelled (a loser that
-//   received from a channel inside its body has consumed that value).
+//   received from a channel inside its body has consumed that value): race the channel
+//   operation itself, not a task around it. Locks, permits and event waits are not accepted
+//   (a lock that lost could not be undone); race a task that takes them.
 template <detail::race_argument... A>
 requires(sizeof...(A) > 0) auto when_any(A&&... a);
 

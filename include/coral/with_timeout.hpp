@@ -12,7 +12,7 @@
 
 namespace coral {
 
-// `auto v = co_await with_timeout(250ms, fetch());` awaits a task for at most
+// `auto v = co_await with_timeout(250ms, fetch());` awaits a task or a channel operation for at most
 // the given time (counted from when the returned task starts). If the time runs out first, the
 // operation — and everything it started: its children, its nested waits, whatever it starts
 // later — is cancelled and awaited, then timeout_error is thrown (its message names the
@@ -23,10 +23,8 @@ namespace coral {
 // operation_aborted, never as timeout_error (even when the deadline passes while the
 // cancellation is on its way).
 //
-// The operation is a task. Channel operations are not accepted yet: one that completed just as
-// the time ran out would be dropped (a received value lost, a sent value reported as not sent);
-// this waits for the lossless select. Inside a task of your own, a timed-out receive is equally
-// lost, so prefer timing out a whole exchange rather than one receive.
+// A channel operation is raced against the deadline as in when_any: `with_timeout(1s,
+// ch.receive())` either receives a value or throws timeout_error having consumed none.
 template <class Rep, class Period, detail::race_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a);
 

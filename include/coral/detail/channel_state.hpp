@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "coral/detail/error_codes.hpp"
+#include "coral/detail/race.hpp"
 #include "coral/detail/task_waiter.hpp"
 
 namespace coral::detail {
@@ -15,6 +16,8 @@ namespace coral::detail {
 // completed exactly once (see queued_waiter): by a counterpart, by close(), or by cancellation.
 struct channel_waiter : queued_waiter {
   bool sending = false;  // in the senders' queue (else the receivers')
+  // Set when the operation is a branch of a when_any: it may only happen if it wins the race.
+  race_ticket ticket;
   // Set before wake() when moving the value threw: the operation fails with it.
   std::exception_ptr exception;
 
@@ -40,70 +43,93 @@ struct receive_waiter : channel_waiter {
 // The shared state of a channel<T>. Every operation runs under `mutex_` only to move one value
 // and relink waiters; waking a waiter (resuming a coroutine or posting a handler) always happens
 // after the lock is released. T's move constructor and destructor are the only user code that
-// runs under the lock, and a move that throws leaves everything as it was: the value stays with
-// its owner and the waiting counterpart stays queued (strong guarantee).
+// runs under the lock. A move that throws leaves everything as it was (the value stays with its
+// owner, the waiting counterpart stays queued), except in a hand-off that decided a race: both
+// sides then fail with the exception.
+//
+// Lossless select: a waiting operation with a race ticket (a branch of a when_any) is handed a
+// value, or has its value taken, only if the hand-off claims its race; one whose race was won by
+// another branch is unlinked and fails with operation_aborted, and the value goes to the next
+// waiter or the buffer. An operation that fails with operation_aborted did not happen.
 template <class T>
 class channel_state {
  public:
   explicit channel_state(std::size_t capacity) : capacity_(capacity) {}
 
   // Returns true if the send completed at once (w.error says how); false if `w` now waits.
-  // Throws what T's move throws, with nothing changed.
+  // Throws what T's move throws.
   bool send(send_waiter<T>& w, task_context* waker) {
-    channel_waiter* receiver = nullptr;
+    handoff h;
+    bool waits = false;
     {
       std::lock_guard lock(mutex_);
       if (closed_) {
         w.error = errc::channel_closed;
         return true;
       }
-      if (!put(*w.value, receiver)) {
-        senders_.push_back(w);
-        return false;
+      switch (put(*w.value, w.ticket, h)) {
+        case outcome::lost:
+          w.error = asio::error::operation_aborted;
+          break;
+        case outcome::none:
+          senders_.push_back(w);
+          waits = true;
+          break;
+        default:
+          break;
       }
     }
-    if (receiver) receiver->wake(waker);
-    return true;
+    h.complete(waker);
+    return !waits;
   }
 
   // Sends only if that needs no waiting. Consumes `value` only on success.
   bool try_send(T& value, task_context* waker) {
-    channel_waiter* receiver = nullptr;
+    handoff h;
+    bool sent = false;
     {
       std::lock_guard lock(mutex_);
-      if (closed_ || !put(value, receiver)) return false;
+      if (!closed_) sent = put(value, race_ticket(), h) == outcome::done;
     }
-    if (receiver) receiver->wake(waker);
-    return true;
+    h.complete(waker);
+    return sent;
   }
 
   // Returns true if the receive completed at once (a value in *w.destination, or w.error); false
-  // if `w` now waits. Throws what T's move throws, with nothing consumed.
+  // if `w` now waits. Throws what T's move throws.
   bool receive(receive_waiter<T>& w, task_context* waker) {
-    taken t;
+    handoff h;
+    bool waits = false;
     {
       std::lock_guard lock(mutex_);
-      if (!take(*w.destination, t)) {
-        if (closed_) {
-          w.error = errc::channel_closed;
-          return true;
-        }
-        receivers_.push_back(w);
-        return false;
+      switch (take(*w.destination, w.ticket, h)) {
+        case outcome::lost:
+          w.error = asio::error::operation_aborted;
+          break;
+        case outcome::none:
+          if (closed_) {
+            w.error = errc::channel_closed;
+          } else {
+            receivers_.push_back(w);
+            waits = true;
+          }
+          break;
+        default:
+          break;
       }
     }
-    t.wake(waker);
-    return true;
+    h.complete(waker);
+    return !waits;
   }
 
   std::optional<T> try_receive(task_context* waker) {
     std::optional<T> value;
-    taken t;
+    handoff h;
     {
       std::lock_guard lock(mutex_);
-      take(value, t);
+      take(value, race_ticket(), h);
     }
-    t.wake(waker);
+    h.complete(waker);
     return value;
   }
 
@@ -140,60 +166,135 @@ class channel_state {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  // What a take() did besides producing the value: a sender to wake (its value was taken), or
-  // one to fail (moving its value into the buffer threw).
-  struct taken {
-    channel_waiter* sender = nullptr;
-    void wake(task_context* waker) {
-      if (sender) sender->wake(waker);
+  // What an operation did under the lock besides its own part, finished once the lock is
+  // released: the counterpart to wake (it was handed a value, or its value was taken), the
+  // waiters that lost their race, and the exception a move threw.
+  struct handoff {
+    channel_waiter* counterpart = nullptr;
+    channel_waiter* losers = nullptr;  // linked through `next`
+    std::exception_ptr failure;
+
+    void lose(channel_waiter& w) noexcept {
+      w.next = losers;
+      losers = &w;
+    }
+    void complete(task_context* waker) {
+      wake_all(losers, asio::error::operation_aborted, nullptr);
+      if (counterpart) counterpart->wake(waker);
+      if (failure) std::rethrow_exception(failure);
     }
   };
 
-  // Under the lock: hands `value` to the first waiting receiver (returned in `receiver`, to be
-  // woken) or to the buffer. False, with `value` untouched, if neither can take it. The receiver
-  // is unlinked only once its value is in place.
-  bool put(T& value, channel_waiter*& receiver) {
-    if (!receivers_.empty()) {
-      auto& r = static_cast<receive_waiter<T>&>(receivers_.front());
-      r.destination->emplace(std::move(value));
+  // done: the value moved. lost: the operation's race was won by another branch (nothing done).
+  // none: nothing to move (no counterpart, no room or no value). failed: a move threw.
+  enum class outcome { done, lost, none, failed };
+
+  // Under the lock: claims, with the operation's ticket `mine`, the first waiting counterpart in
+  // `queue` whose race it can win too, unlinking the ones that lost theirs. Null if none.
+  channel_waiter* claim_counterpart(waiter_queue<channel_waiter>& queue, const race_ticket& mine, handoff& h,
+                                    bool& mine_lost) {
+    for (channel_waiter* w = queue.first(); w;) {
+      channel_waiter& candidate = *std::exchange(w, static_cast<channel_waiter*>(w->next));
+      switch (mine.claim_with(candidate.ticket)) {
+        case race_ticket::pairing::both:
+          return &candidate;
+        case race_ticket::pairing::mine_lost:
+          mine_lost = true;
+          return nullptr;
+        case race_ticket::pairing::theirs_lost:
+          queue.remove(candidate);
+          h.lose(candidate);
+          break;
+        case race_ticket::pairing::same_race:
+          break;  // another branch of the operation's own race: it may still win
+      }
+    }
+    return nullptr;
+  }
+
+  // Under the lock: completes `counterpart` after a hand-off that threw. Without a race it stays
+  // queued (nothing changed); a hand-off that decided a race fails on both sides.
+  outcome handoff_failed(waiter_queue<channel_waiter>& queue, channel_waiter& counterpart, const race_ticket& mine,
+                         handoff& h) noexcept {
+    h.failure = std::current_exception();
+    if (mine || counterpart.ticket) {
+      counterpart.exception = h.failure;
+      queue.remove(counterpart);
+      h.counterpart = &counterpart;
+    }
+    return outcome::failed;
+  }
+
+  // Under the lock: hands `value` to the first waiting receiver (woken by h.complete) or to the
+  // buffer; `value` is untouched unless the outcome is done.
+  outcome put(T& value, const race_ticket& mine, handoff& h) {
+    bool mine_lost = false;
+    if (auto* receiver = claim_counterpart(receivers_, mine, h, mine_lost)) {
+      auto& r = static_cast<receive_waiter<T>&>(*receiver);
+      try {
+        r.destination->emplace(std::move(value));
+      } catch (...) {
+        return handoff_failed(receivers_, r, mine, h);
+      }
       receivers_.remove(r);
-      receiver = &r;
-      return true;
+      h.counterpart = &r;
+      return outcome::done;
     }
-    if (buffer_.size() < capacity_) {
+    if (mine_lost) return outcome::lost;
+    if (buffer_.size() >= capacity_) return outcome::none;
+    if (!mine.claim()) return outcome::lost;
+    try {
       buffer_.push_back(std::move(value));
-      return true;
+    } catch (...) {
+      h.failure = std::current_exception();
+      return outcome::failed;
     }
-    return false;
+    return outcome::done;
   }
 
   // Under the lock: moves the next value into `out`, refilling the buffer from the first waiting
-  // sender (in `t.sender`, to be woken). False if there is no value. If the refill throws, the
-  // receive has still happened and that sender fails with the exception.
-  bool take(std::optional<T>& out, taken& t) {
+  // sender that may happen (woken by h.complete). If the refill throws, the receive has still
+  // happened and that sender fails with the exception.
+  outcome take(std::optional<T>& out, const race_ticket& mine, handoff& h) {
     if (!buffer_.empty()) {
-      out.emplace(std::move(buffer_.front()));
-      buffer_.pop_front();
-      if (!senders_.empty()) {
-        auto& s = static_cast<send_waiter<T>&>(senders_.front());
-        try {
-          buffer_.push_back(std::move(*s.value));
-        } catch (...) {
-          s.exception = std::current_exception();
-        }
-        senders_.remove(s);
-        t.sender = &s;
+      if (!mine.claim()) return outcome::lost;
+      try {
+        out.emplace(std::move(buffer_.front()));
+      } catch (...) {
+        h.failure = std::current_exception();
+        return outcome::failed;
       }
-      return true;
+      buffer_.pop_front();
+      refill(h);
+      return outcome::done;
     }
-    if (!senders_.empty()) {
-      auto& s = static_cast<send_waiter<T>&>(senders_.front());
-      out.emplace(std::move(*s.value));
+    bool mine_lost = false;
+    if (auto* sender = claim_counterpart(senders_, mine, h, mine_lost)) {
+      auto& s = static_cast<send_waiter<T>&>(*sender);
+      try {
+        out.emplace(std::move(*s.value));
+      } catch (...) {
+        return handoff_failed(senders_, s, mine, h);
+      }
       senders_.remove(s);
-      t.sender = &s;
-      return true;
+      h.counterpart = &s;
+      return outcome::done;
     }
-    return false;
+    return mine_lost ? outcome::lost : outcome::none;
+  }
+
+  void refill(handoff& h) noexcept {
+    bool unused = false;
+    auto* sender = claim_counterpart(senders_, race_ticket(), h, unused);
+    if (!sender) return;
+    auto& s = static_cast<send_waiter<T>&>(*sender);
+    try {
+      buffer_.push_back(std::move(*s.value));
+    } catch (...) {
+      s.exception = std::current_exception();
+    }
+    senders_.remove(s);
+    h.counterpart = &s;
   }
 
   const std::size_t capacity_;

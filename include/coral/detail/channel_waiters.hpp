@@ -25,6 +25,9 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
   using task_waiter<channel_state<T>, Waiter>::task_waiter;
   channel_task_waiter(channel_task_waiter&&) noexcept = default;
 
+  // Makes the operation a branch of a when_any: it happens only if it wins (lossless select).
+  void enter_race(race_ticket ticket) noexcept { this->ticket = ticket; }
+
  protected:
   // Rethrows a failure of T's move, or throws `error` (the operation's). The common case (no
   // failure) is an inline test.

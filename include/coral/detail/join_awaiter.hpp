@@ -45,11 +45,17 @@ concept join_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::
   typename std::remove_cvref_t<A>::coral_awaitable;
 };
 
-// What when_any accepts: tasks and durations. Channel operations and other awaitables that hand
-// over a value are not accepted yet: a loser could consume a value and lose it (a lossless select
-// needs a claim the channel checks before handing a value over).
+// An awaitable that can take part in a race and then happens only if it wins (channel
+// operations: a losing receive consumed nothing, a losing send delivered nothing).
 template <class A>
-concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>>;
+concept raceable = requires(std::remove_cvref_t<A>& a, race_ticket t) {
+  a.enter_race(t);
+};
+
+// What when_any accepts: tasks, durations and raceable awaitables. Other awaitables are not
+// accepted: a lock, a permit or an event wait that loses could not be undone.
+template <class A>
+concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>> || raceable<A>;
 
 // `co_await current_segment{}`: the segment of the awaiting task, without suspending.
 struct current_segment {
@@ -73,6 +79,19 @@ task<R> await_in_task(A awaitable) {
   }
 }
 
+// A raceable awaitable in a task of its own: in a when_any it carries its branch's ticket (the
+// segment running it is the branch); in a when_all the ticket is empty.
+template <class R, class A>
+task<R> await_in_race(A awaitable) {
+  task_context& branch = co_await current_segment{};
+  awaitable.enter_race(branch.race_branch());
+  if constexpr (std::is_void_v<R>) {
+    co_await std::move(awaitable);
+  } else {
+    co_return co_await std::move(awaitable);
+  }
+}
+
 // A join's argument as a task: a task as it is, an awaitable (channel operation, sleep, lock...)
 // inside a task that awaits it on the parent's executor.
 template <join_argument A>
@@ -80,6 +99,8 @@ auto as_join_task(A&& a) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_task_v<D>) {
     return D(std::forward<A>(a));
+  } else if constexpr (raceable<D>) {
+    return await_in_race<typename awaited_by_task<D>::type>(D(std::forward<A>(a)));
   } else {
     return await_in_task<typename awaited_by_task<D>::type>(D(std::forward<A>(a)));
   }

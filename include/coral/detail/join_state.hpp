@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coral/detail/job_state.hpp"
+#include "coral/detail/race.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
@@ -46,18 +47,23 @@ class join_state {
   // A child ended (any thread). The decisive one cancels all its siblings.
   // Releases the child's reference to the join.
   void child_ended(std::size_t index, bool failed) noexcept {
-    if (kind_ == join_kind::first_end || failed) {
-      std::ptrdiff_t none = -1;
-      if (decisive_.compare_exchange_strong(none, static_cast<std::ptrdiff_t>(index), std::memory_order_acq_rel)) {
-        cancel_children(asio::cancellation_type::all, index);
-      }
+    // (A channel may have decided the race for this child already, when it handed it a value.)
+    if ((kind_ == join_kind::first_end || failed) && decision_.decide(static_cast<std::ptrdiff_t>(index))) {
+      cancel_children(asio::cancellation_type::all, index);
     }
     arrive();
     release();
   }
 
   // The index of the child that ended the join early (first failure / first end), or -1.
-  std::ptrdiff_t decisive() const noexcept { return decisive_.load(std::memory_order_acquire); }
+  std::ptrdiff_t decisive() const noexcept { return decision_.winner(); }
+
+  // For an operation that is child `index` of a when_any: its right to happen. Empty in a
+  // when_all, where every child's operation happens.
+  race_ticket ticket(std::size_t index) noexcept {
+    if (kind_ != join_kind::first_end) return {};
+    return race_ticket(decision_, static_cast<std::ptrdiff_t>(index));
+  }
 
   // Any thread: cancels every child but `except`.
   void cancel_children(asio::cancellation_type type, std::size_t except = static_cast<std::size_t>(-1)) noexcept {
@@ -98,7 +104,7 @@ class join_state {
 
   const join_kind kind_;
   std::atomic<std::size_t> remaining_;
-  std::atomic<std::ptrdiff_t> decisive_{-1};
+  race_decision decision_;
   std::atomic<int> link_{waiting};
   std::atomic<int> refs_{1};
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
@@ -119,6 +125,8 @@ class join_member final : public job_state<T> {
   bool starts_here = false;
 
  protected:
+  race_ticket race_branch() const noexcept override { return join_ ? join_->ticket(index_) : race_ticket(); }
+
   void on_end() noexcept override {
     // The parent takes the result, or drops it on purpose (a loser, a sibling of the first
     // failure): never an unobserved exception.

@@ -10,6 +10,7 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/context_gate.hpp"
+#include "coral/detail/race.hpp"
 
 namespace coral::detail {
 
@@ -94,6 +95,9 @@ class task_context : public gate_member {
     cancelled_.store(true, std::memory_order_release);
     if (!ended_.load(std::memory_order_acquire)) signal_.emit(type);
   }
+
+  // A segment that is a branch of a when_any: the ticket its operation carries (see race.hpp).
+  virtual race_ticket race_branch() const noexcept { return {}; }
 
   // On the executor, around a wait whose waker lives outside the context.
   void set_external_wait(external_wait* w) noexcept { external_wait_ = w; }

@@ -18,6 +18,8 @@ class waiter_queue {
  public:
   bool empty() const noexcept { return head_ == nullptr; }
   Waiter& front() const noexcept { return static_cast<Waiter&>(*head_); }
+  // For walking the queue through `next` (under the owner's lock, unlinking only what was passed).
+  Waiter* first() const noexcept { return static_cast<Waiter*>(head_); }
   void push_back(Waiter& w) noexcept {
     w.prev = tail_;
     w.next = nullptr;

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+
+namespace coral::detail {
+
+// Which branch of a race (when_any, with_timeout) happened. Decided once, by the first branch to
+// end, or by a channel before it hands a value to (or takes one from) a branch's waiting
+// operation. A hand-off between two races must decide both or neither, so deciding takes a small
+// lock (never held while anything else runs) and two decisions lock both, in address order.
+class race_decision {
+ public:
+  static constexpr std::ptrdiff_t undecided = -1;
+
+  // True if `branch` won (now or before).
+  bool decide(std::ptrdiff_t branch) noexcept {
+    std::lock_guard lock(mutex_);
+    return settle(branch);
+  }
+
+  std::ptrdiff_t winner() const noexcept { return winner_.load(std::memory_order_acquire); }
+
+ private:
+  friend class race_ticket;
+
+  bool settle(std::ptrdiff_t branch) noexcept {
+    const auto w = winner_.load(std::memory_order_relaxed);
+    if (w == undecided) winner_.store(branch, std::memory_order_release);
+    return w == undecided || w == branch;
+  }
+
+  std::mutex mutex_;
+  std::atomic<std::ptrdiff_t> winner_{undecided};
+};
+
+// A branch's right to happen, carried by an operation that takes part in a race; empty for an
+// operation that does not (it always may happen).
+class race_ticket {
+ public:
+  race_ticket() noexcept = default;
+  race_ticket(race_decision& decision, std::ptrdiff_t branch) noexcept : decision_(&decision), branch_(branch) {}
+
+  explicit operator bool() const noexcept { return decision_ != nullptr; }
+
+  // Claims the race for this branch: true if it may happen.
+  bool claim() const noexcept { return !decision_ || decision_->decide(branch_); }
+
+  enum class pairing { both, mine_lost, theirs_lost, same_race };
+
+  // A hand-off between this operation and a waiting counterpart: both claimed, or neither.
+  // `same_race`: they are two branches of one race, which cannot both happen (skip the
+  // counterpart, it may still win).
+  pairing claim_with(const race_ticket& theirs) const noexcept {
+    if (!theirs.decision_) return claim() ? pairing::both : pairing::mine_lost;
+    if (!decision_) return theirs.claim() ? pairing::both : pairing::theirs_lost;
+    if (decision_ == theirs.decision_) return pairing::same_race;
+    const bool mine_first = std::less<>()(decision_, theirs.decision_);
+    std::scoped_lock lock(mine_first ? decision_->mutex_ : theirs.decision_->mutex_,
+                          mine_first ? theirs.decision_->mutex_ : decision_->mutex_);
+    const auto mine = decision_->winner_.load(std::memory_order_relaxed);
+    if (mine != race_decision::undecided && mine != branch_) return pairing::mine_lost;
+    const auto other = theirs.decision_->winner_.load(std::memory_order_relaxed);
+    if (other != race_decision::undecided && other != theirs.branch_) return pairing::theirs_lost;
+    decision_->settle(branch_);
+    theirs.decision_->settle(theirs.branch_);
+    return pairing::both;
+  }
+
+ private:
+  race_decision* decision_ = nullptr;
+  std::ptrdiff_t branch_ = -1;
+};
+
+}  // namespace coral::detail
