@@ -1,5 +1,6 @@
 // Deadlines, fan-out and races with coral: a request under a deadline, a fan-out with when_all, a
-// race with when_any, a ticker, and a task group whose first failure cancels the rest. Timings
+// race with when_any, a select loop over two channels, a ticker, and a task group whose first
+// failure cancels the rest. Timings
 // leave wide margins, so the output is the same on a loaded machine.
 #include <chrono>
 #include <coral/coral.hpp>
@@ -46,6 +47,47 @@ coral::task<> race() {
   std::printf("race: %s\n", timed.index() == 1 ? "the 20ms sleep won" : "the fetch won");
 }
 
+// Orders and a stop signal arrive on two channels; the loop takes whichever comes first and
+// notices when nothing came for a while. A select is lossless: a receive that lost the race
+// consumed nothing, so no order is ever dropped between iterations.
+coral::task<> select_loop() {
+  coral::channel<std::string> orders;
+  coral::channel<std::string> control;
+  auto feed = [](coral::channel<std::string>& orders, coral::channel<std::string>& control) -> coral::task<> {
+    for (int i = 1; i <= 3; ++i) {
+      co_await coral::sleep_for(5ms);
+      co_await orders.send("order " + std::to_string(i));
+    }
+    co_await coral::sleep_for(60ms);  // longer than the loop's idle limit
+    co_await control.send("stop");
+  };
+  coral::task_group g(co_await coral::this_task::executor);
+  g.spawn(feed(orders, control));
+  int taken = 0;
+  for (bool running = true; running;) {
+    auto next = co_await coral::when_any(orders.receive(), control.receive(), 40ms);
+    switch (next.index()) {
+      case 0:
+        ++taken;
+        std::printf("select: %s\n", std::get<0>(next).c_str());
+        break;
+      case 1:
+        std::printf("select: %s after %d orders\n", std::get<1>(next).c_str(), taken);
+        running = false;
+        break;
+      default:
+        std::printf("select: idle for 40ms\n");
+    }
+  }
+  co_await g.join();
+  // A receive under a deadline: it either receives or throws, having taken nothing.
+  try {
+    co_await coral::with_timeout(10ms, orders.receive());
+  } catch (const coral::timeout_error&) {
+    std::printf("select: no order within 10ms\n");
+  }
+}
+
 coral::task<> ticker() {
   for (int i = 1; i <= 3; ++i) {
     co_await coral::sleep_for(10ms);
@@ -75,6 +117,7 @@ int main() {
     co_await request_with_deadline();
     co_await fan_out();
     co_await race();
+    co_await select_loop();
     co_await ticker();
     co_await group_with_a_failure();
   }());
