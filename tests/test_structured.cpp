@@ -1,4 +1,6 @@
 #define BOOST_TEST_MODULE coral structured concurrency
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/test/unit_test.hpp>
@@ -667,4 +669,49 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_channel_ends_a_select_with_channel_closed
   });
   BOOST_CHECK_THROW(get_within(std::move(j)), coral::channel_closed);
   BOOST_TEST(!open.try_send(1));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_non_terminal_cancellation_reaches_every_child_of_a_join, Place, places) {
+  // boostorg/asio #458: a partial or total cancellation emitted into a parallel_group cancelled
+  // nothing. Here the request comes through the completion token's slot, as Asio code sends it.
+  Place place;
+  for (auto type :
+       {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
+    running_io_context owner(1);
+    asio::cancellation_signal signal;
+    auto aborted = std::make_shared<std::atomic<int>>(0);
+    auto started = std::make_shared<std::promise<void>>();
+    std::promise<boost::system::error_code> outcome;
+    coral::spawn(
+        place.get_executor(),
+        [aborted, started]() -> coral::task<> {
+          auto waiting = [](auto started) -> coral::task<int> {
+            started->set_value();
+            co_return co_await coral::sleep_for(std::chrono::hours(1)), 0;
+          };
+          auto both = [](auto aborted, auto started, auto waiting) -> coral::task<> {
+            co_await coral::when_all(sleeper(aborted), waiting(started));
+          };
+          co_await coral::when_any(sleeper(aborted), both(aborted, started, waiting));
+        },
+        asio::bind_cancellation_slot(signal.slot(),
+                                     asio::bind_executor(owner.get_executor(), [&](std::exception_ptr e) {
+                                       boost::system::error_code code;
+                                       try {
+                                         if (e) std::rethrow_exception(e);
+                                       } catch (const boost::system::system_error& error) {
+                                         code = error.code();
+                                       }
+                                       outcome.set_value(code);
+                                     })));
+    BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+    asio::post(owner.get_executor(), [&signal, type] { signal.emit(type); });
+    auto f = outcome.get_future();
+    BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
+    BOOST_TEST_CONTEXT("cancellation type " << static_cast<int>(type)) {
+      BOOST_TEST((f.get() == asio::error::operation_aborted));
+      BOOST_TEST(aborted->load() == 2);
+    }
+  }
+  BOOST_TEST(lifetime::alive == 0);
 }
