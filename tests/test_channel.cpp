@@ -535,3 +535,63 @@ BOOST_AUTO_TEST_CASE(an_async_receive_is_destroyed_with_its_handlers_context_and
   ch.close();
   BOOST_TEST(!ch.try_send(1));
 }
+
+namespace {
+
+// Two tasks trading values as fast as they can, until a third task's timer on the same
+// executor says stop (or an iteration limit, far beyond what the timer needs, ends the test).
+struct ping_pong_outcome {
+  long round_trips = 0;
+  bool stopped_by_timer = false;
+};
+
+ping_pong_outcome ping_pong_until_a_timer_fires(const asio::any_io_executor& ex) {
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  auto a = std::make_shared<coral::channel<int>>();
+  auto b = std::make_shared<coral::channel<int>>();
+  auto ping = coral::spawn(ex, [=]() -> coral::task<long> {
+    long n = 0;
+    while (!*stop && n < 20'000'000) {
+      co_await a->send(1);
+      co_await b->receive();
+      ++n;
+    }
+    a->close();
+    co_return n;
+  });
+  auto pong = coral::spawn(ex, [=]() -> coral::task<> {
+    while (auto v = co_await a->next()) co_await b->send(*v);
+  });
+  auto timer = coral::spawn(ex, [=]() -> coral::task<> {
+    co_await coral::sleep_for(std::chrono::milliseconds(5));
+    *stop = true;
+  });
+  ping_pong_outcome out;
+  out.round_trips = get_within(std::move(ping));
+  get_within(std::move(pong));
+  out.stopped_by_timer = timer.wait_for(patience);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tasks_trading_values_on_one_executor_let_everything_else_on_it_run) {
+  // Waking a task on the waker's own executor resumes it on the spot: that must not turn into
+  // an endless chain that keeps the executor's other work (here a timer) from ever running.
+  coral::event_loop loop;
+  running_io_context one_thread(1);
+  asio::thread_pool pool(2);
+  const std::vector<std::pair<const char*, asio::any_io_executor>> executors{
+      {"event_loop", loop.get_executor()},
+      {"io_context, 1 thread", one_thread.get_executor()},
+      {"strand over thread_pool", asio::make_strand(pool.get_executor())}};
+  for (const auto& [name, ex] : executors) {
+    BOOST_TEST_CONTEXT(name) {
+      const auto out = ping_pong_until_a_timer_fires(ex);
+      BOOST_TEST(out.stopped_by_timer);
+      BOOST_TEST(out.round_trips > 0);
+      BOOST_TEST(out.round_trips < 20'000'000);
+    }
+  }
+  pool.join();
+}

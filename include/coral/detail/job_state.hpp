@@ -86,7 +86,11 @@ class job_state : public task_context {
   // Starts the attached frame through the executor (never inline: spawn() runs no task code).
   void start() { asio::post(executor(), resume_handler{frame_, keep_alive(this)}); }
   // Starts the attached frame here (the caller runs on the executor).
-  void start_here() { resume_handler{frame_, keep_alive(this)}(); }
+  // (Not a new turn of the executor: the caller's turn goes on.)
+  void start_here() {
+    keep_alive keep(this);
+    frame_.resume();
+  }
 
   void complete() noexcept override {
     std::exchange(frame_, nullptr).destroy();

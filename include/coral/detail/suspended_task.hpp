@@ -62,7 +62,8 @@ class suspended_task {
   // the executor of a context that may be shutting down is never read.
   void resume_from(task_context* waker) {
     if (waker && &waker->gate() == &context_->gate() && inline_resume_depth < max_inline_resumes &&
-        waker->executor() == context_->executor()) {
+        inline_resumes_left > 0 && waker->executor() == context_->executor()) {
+      --inline_resumes_left;
       ++inline_resume_depth;
       struct depth_guard {
         ~depth_guard() { --inline_resume_depth; }
@@ -105,6 +106,7 @@ class resuming_handler {
     // object the coroutine is about to destroy).
     task_.context().slot().clear();
     results_->emplace(std::forward<A>(args)...);
+    inline_resumes_left = inline_resumes_per_turn;  // the executor's turn
     task_.resume_here();
   }
 

@@ -203,11 +203,21 @@ class context_ref {
 
 // Resumes a suspended coroutine when invoked (through the executor it was posted to). If it is
 // destroyed uninvoked, for example with its io_context, it lets go of the chain, which frees it.
+// How many tasks a thread may resume on the spot (a waker running the task it woke, on the same
+// executor) before it posts instead, per turn of the executor: without a budget, two tasks
+// trading values over channels would run forever inside one handler, and nothing else queued on
+// their executor (timers, sockets, other tasks, run_for's deadline) would ever run. Refilled when
+// the executor hands a turn to coral.
+inline constexpr unsigned inline_resumes_per_turn = 32;
+inline constinit thread_local unsigned inline_resumes_left = inline_resumes_per_turn;
+
+// Resumes a task posted to its executor: a new turn.
 struct resume_handler {
   std::coroutine_handle<> coroutine;
   keep_alive keep;
 
   void operator()() {
+    inline_resumes_left = inline_resumes_per_turn;
     auto k = std::move(keep);
     std::exchange(coroutine, nullptr).resume();
   }
