@@ -1,12 +1,29 @@
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
 
 #include "coral/detail/job_state.hpp"
+#include "coral/unobserved.hpp"
 
-namespace coral::detail {
+namespace coral {
 
 namespace {
-void report(const char* what_happened, const std::exception_ptr& e) noexcept {
+
+struct handler_slot {
+  std::mutex mutex;
+  // Shared so that a report in flight keeps the handler it started with while another is installed.
+  std::shared_ptr<const unobserved_exception_handler> handler;
+};
+
+// Never destroyed: tasks may fail during static destruction (the default executors shut down).
+handler_slot& slot() {
+  static handler_slot* const s = new handler_slot;
+  return *s;
+}
+
+void print(const char* what_happened, const std::exception_ptr& e) noexcept {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {
@@ -15,7 +32,34 @@ void report(const char* what_happened, const std::exception_ptr& e) noexcept {
     std::fprintf(stderr, "coral: %s (not a std::exception)\n", what_happened);
   }
 }
+
+void report(const char* what_happened, const std::exception_ptr& e) noexcept {
+  std::shared_ptr<const unobserved_exception_handler> handler;
+  {
+    std::lock_guard lock(slot().mutex);
+    handler = slot().handler;
+  }
+  if (!handler) return print(what_happened, e);
+  try {
+    (*handler)(e);
+  } catch (...) {
+    print("the unobserved-exception handler threw", std::current_exception());
+  }
+}
+
 }  // namespace
+
+unobserved_exception_handler set_unobserved_exception_handler(unobserved_exception_handler handler) {
+  auto next = handler ? std::make_shared<const unobserved_exception_handler>(std::move(handler)) : nullptr;
+  std::shared_ptr<const unobserved_exception_handler> previous;
+  {
+    std::lock_guard lock(slot().mutex);
+    previous = std::exchange(slot().handler, std::move(next));
+  }
+  return previous ? *previous : unobserved_exception_handler();
+}
+
+namespace detail {
 
 void report_unobserved_exception(const std::exception_ptr& e) noexcept {
   report("a task failed and nobody observed its exception", e);
@@ -25,4 +69,6 @@ void report_callback_exception(const std::exception_ptr& e) noexcept {
   report("an exception escaped a job callback or completion handler", e);
 }
 
-}  // namespace coral::detail
+}  // namespace detail
+
+}  // namespace coral

@@ -190,6 +190,57 @@ BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
   BOOST_TEST(text.find("boom") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(an_installed_handler_receives_unobserved_exceptions_instead_of_stderr) {
+  auto seen = std::make_shared<std::vector<std::string>>();
+  auto previous = coral::set_unobserved_exception_handler([seen](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      seen->push_back(ex.what());
+    }
+  });
+  BOOST_TEST(!previous);  // the default
+  std::string text;
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());  // job dropped at once
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.empty(), text);
+  BOOST_REQUIRE(seen->size() == 1u);
+  BOOST_TEST(seen->front().find("boom") != std::string::npos);
+
+  // A handler that throws is reported on stderr; an empty one restores the default.
+  auto mine = coral::set_unobserved_exception_handler([](std::exception_ptr) { throw std::runtime_error("oops"); });
+  BOOST_TEST(static_cast<bool>(mine));
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("handler threw: oops") != std::string::npos, text);
+  coral::set_unobserved_exception_handler({});
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("nobody observed") != std::string::npos, text);
+  BOOST_TEST(seen->size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(dropping_a_job_neither_cancels_nor_leaks_the_task) {
   coral::event_loop loop;
   std::promise<void> finished;

@@ -24,6 +24,7 @@
 #include "coral/task.hpp"
 #include "coral/task_group.hpp"
 #include "coral/this_task.hpp"
+#include "coral/unobserved.hpp"
 #include "coral/use_task.hpp"
 #include "coral/when_all.hpp"
 #include "coral/when_any.hpp"
