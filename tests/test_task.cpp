@@ -238,17 +238,17 @@ struct foreign_ready {
   int await_resume() const noexcept { return 1; }
 };
 
-#define CORAL_TEST_RECORD(log, what, ...)                              \
-  try {                                                                \
-    __VA_ARGS__;                                                       \
-    log.push_back(std::string(what) + ": completed");                  \
-  } catch (const boost::system::system_error& e) {                     \
+#define CORAL_TEST_RECORD(log, what, ...)                                \
+  try {                                                                  \
+    __VA_ARGS__;                                                         \
+    log.push_back(std::string(what) + ": completed");                    \
+  } catch (const boost::system::system_error& e) {                       \
     log.push_back(std::string(what) + ": " + coral_test::outcome_of(e)); \
   }
 
 // Sleeps until cancelled, then tries every kind of suspension point once and records what each did.
 coral::task<std::vector<std::string>> await_everything_after_cancel(coral::channel<int>& full,
-                                                                     coral::channel<int>& with_room) {
+                                                                    coral::channel<int>& with_room) {
   std::vector<std::string> log;
   CORAL_TEST_RECORD(log, "sleep in progress", co_await 1h);
   CORAL_TEST_RECORD(log, "sleep", co_await 1ms);
@@ -282,10 +282,10 @@ void check_every_suspension_fails_after_cancel(Executor ex, const char* kind) {
     auto j = coral::spawn(ex, await_everything_after_cancel(full, with_room));
     j.cancel();
     const std::vector<std::string> expected{
-        "sleep in progress: aborted", "sleep: aborted",      "yield: aborted",
+        "sleep in progress: aborted", "sleep: aborted",           "yield: aborted",
         "use_task timer: aborted",    "channel receive: aborted", "channel send: aborted",
         "bound child: aborted",       "on(pool, child): aborted", "awaiter<R>: aborted",
-        "foreign awaitable: aborted", "future: aborted",     "sleep again: aborted"};
+        "foreign awaitable: aborted", "future: aborted",          "sleep again: aborted"};
     BOOST_TEST(get_within(j) == expected, boost::test_tools::per_element());
     BOOST_TEST(full.size() == 1u);       // the aborted receive consumed nothing
     BOOST_TEST(with_room.size() == 0u);  // the aborted send delivered nothing

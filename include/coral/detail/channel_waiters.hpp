@@ -249,17 +249,22 @@ class channel_async_op final : public Waiter, public gate_member {
     auto error = this->error;
     auto exception = this->exception;
     std::optional<T> value;
-    try {
-      value = std::move(storage_);
-    } catch (...) {
-      exception = std::current_exception();  // the value could not be handed on: it stays lost here
+    if constexpr (std::is_same_v<Waiter, receive_waiter<T>>) {
+      // (A send's storage is only the moved-from shell of a value already handed on.)
+      try {
+        value = std::move(storage_);
+      } catch (...) {
+        exception = std::current_exception();  // the value could not be handed on: it stays lost here
+      }
     }
     release();
     if (exception && !error) error = asio::error::invalid_argument;  // no exception_ptr in the signature
     if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
       std::move(handler)(error);
+    } else if (value) {
+      std::move(handler)(error, std::move(*value));
     } else {
-      std::move(handler)(error, value ? std::move(*value) : T{});
+      std::move(handler)(error, T{});
     }
   }
 

@@ -25,6 +25,10 @@ class sleep_awaiter {
 
   bool await_ready() const noexcept { return false; }
 
+  // A sleep may be raced in when_any (`when_any(ch.receive(), sleep_for(1s))`): losing, it has
+  // done nothing.
+  void enter_race(race_ticket) noexcept {}
+
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
