@@ -106,6 +106,8 @@ struct initiate_spawn {
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // As with any Asio operation, the pending completion is outstanding work on the handler's
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
+    // The work travels with the dispatched completion and ends there: once the handler may run,
+    // the task's thread must not touch the handler's context (its owner may destroy it then).
     auto work =
         asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
     // Coral's own memory for the operation (the handler's keeping and its dispatch) comes from the
@@ -120,7 +122,8 @@ struct initiate_spawn {
             error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
           }
           if constexpr (std::is_void_v<T>) {
-            dispatch_with(work, allocator, [h = std::move(handler), slot, error]() mutable {
+            auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
+            dispatch_with(target, allocator, [h = std::move(handler), slot, error, w = std::move(work)]() mutable {
               if (slot.is_connected()) slot.clear();
               std::move(h)(error);
             });
@@ -130,10 +133,12 @@ struct initiate_spawn {
                           "passed, default-constructed, along with the exception when the task fails)");
             T value{};
             if (!error) value = s.result().take();
-            dispatch_with(work, allocator, [h = std::move(handler), slot, error, v = std::move(value)]() mutable {
-              if (slot.is_connected()) slot.clear();
-              std::move(h)(error, std::move(v));
-            });
+            auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
+            dispatch_with(target, allocator,
+                          [h = std::move(handler), slot, error, v = std::move(value), w = std::move(work)]() mutable {
+                            if (slot.is_connected()) slot.clear();
+                            std::move(h)(error, std::move(v));
+                          });
           }
         },
         allocator);
