@@ -123,10 +123,11 @@ struct initiate_spawn {
           }
           if constexpr (std::is_void_v<T>) {
             auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
-            dispatch_with(target, allocator, [h = std::move(handler), slot, error, w = std::move(work)]() mutable {
-              if (slot.is_connected()) slot.clear();
-              std::move(h)(error);
-            });
+            dispatch_with(target, allocator,
+                          [h = std::move(handler), slot, error = std::move(error), w = std::move(work)]() mutable {
+                            if (slot.is_connected()) slot.clear();
+                            std::move(h)(error);
+                          });
           } else {
             static_assert(std::is_default_constructible_v<T>,
                           "coral::spawn with a completion token needs a default-constructible result type (it is "
@@ -135,7 +136,8 @@ struct initiate_spawn {
             if (!error) value = s.result().take();
             auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
             dispatch_with(target, allocator,
-                          [h = std::move(handler), slot, error, v = std::move(value), w = std::move(work)]() mutable {
+                          [h = std::move(handler), slot, error = std::move(error), v = std::move(value),
+                           w = std::move(work)]() mutable {
                             if (slot.is_connected()) slot.clear();
                             std::move(h)(error, std::move(v));
                           });
