@@ -100,7 +100,10 @@ class stderr_capture {
     std::fflush(stderr);
     dup2(fileno(file_), 2);
   }
-  ~stderr_capture() { restore(); }
+  ~stderr_capture() {
+    restore();
+    std::fclose(file_);
+  }
   // What was written so far (capture goes on).
   std::string text_so_far() {
     std::fflush(stderr);
@@ -110,13 +113,10 @@ class stderr_capture {
     while (std::size_t n = std::fread(buf, 1, sizeof buf, file_)) s.append(buf, n);
     return s;
   }
+  // Everything written, once the capture has ended.
   std::string text() {
     restore();
-    std::rewind(file_);
-    std::string s;
-    char buf[256];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, file_)) s.append(buf, n);
-    return s;
+    return text_so_far();
   }
 
  private:

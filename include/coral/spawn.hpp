@@ -39,14 +39,14 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
   using T = typename task_type::value_type;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
-    auto* state = new job_state<T>(place(task_executor<task_type>(std::move(executor)), cancellable));
+    auto* state = new job_state<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable));
     state->attach(task_type(std::move(source)).release());
     state->add_ref();
     return state;
   } else {
     using F = std::remove_cvref_t<Source>;
-    auto* state = new factory_job_state<T, F>(place(task_executor<task_type>(std::move(executor)), cancellable),
-                                              std::forward<Source>(source));
+    auto* state = new factory_job_state<T, F>(
+        place(bound_executor<task_type>().value_or(std::move(executor)), cancellable), std::forward<Source>(source));
     try {
       task_type t = state->make_task();
       if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <coroutine>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -148,12 +149,12 @@ class task_on_awaiter {
   bool on_segment_ = false;
 };
 
-// The executor a task runs on when started as a segment of its own (spawned, or a child of
-// when_all / when_any): its bound executor type if it has one, else the one given.
+// The executor a task type is bound to, or none for a task that runs where it is started (a
+// spawned task, a child of when_all / when_any).
 template <class Task>
-asio::any_io_executor task_executor(asio::any_io_executor given) {
+std::optional<asio::any_io_executor> bound_executor() {
   if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
-    return given;
+    return std::nullopt;
   } else {
     return erase_executor(typename Task::executor_type{});
   }

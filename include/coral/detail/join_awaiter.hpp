@@ -109,16 +109,6 @@ auto as_join_task(A&& a) {
 template <class A>
 using join_task_t = decltype(as_join_task(std::declval<A>()));
 
-// The executor a task type is bound to, or none for a task that runs where it is awaited.
-template <class Task>
-std::optional<asio::any_io_executor> bound_executor() {
-  if constexpr (std::is_same_v<typename Task::executor_type, inherit>) {
-    return std::nullopt;
-  } else {
-    return erase_executor(typename Task::executor_type{});
-  }
-}
-
 // Awaits a fixed set of tasks as children of a join (when_all / when_any of arguments).
 template <join_kind Kind, class... Tasks>
 class tuple_join_awaiter : protected join_awaiter_base {
