@@ -1,5 +1,6 @@
 #include "coral/detail/task_context.hpp"
 
+#include <boost/asio/detail/strand_executor_service.hpp>
 #include <optional>
 #include <thread>
 
@@ -18,7 +19,11 @@ class context_service final : public asio::execution_context::service {
 
   explicit context_service(asio::execution_context& context)
       : asio::execution_context::service(context),
-        gate(std::make_shared<context_gate>(single_threaded(context), scheduler_of(context))) {}
+        gate(std::make_shared<context_gate>(single_threaded(context), scheduler_of(context))) {
+    // Services shut down in the reverse order of their creation: the strands coral's tasks run
+    // on must still take posts while the gate closes, so their service is created first.
+    asio::use_service<asio::detail::strand_executor_service>(context);
+  }
 
   std::shared_ptr<context_gate> gate;
 
@@ -153,7 +158,8 @@ void task_context::cancel(asio::cancellation_type type) {
 }
 
 void task_context::leave_context() noexcept {
-  if (gate_->unlink(*this)) drop_executor();
+  // The tracked work ends on the context's scheduler: not after its shutdown stopped waiting.
+  gate_->unlink_and(*this, [this]() noexcept { drop_executor(); });
 }
 
 void task_context::abandon() noexcept {

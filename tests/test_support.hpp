@@ -60,10 +60,12 @@ struct counting_allocator {
 // The bound on every wait in the tests: long enough for a loaded sanitizer build, short enough
 // that a hang fails instead of stalling CI.
 inline constexpr auto patience = 30s;
+// For a job that is a whole stress workload (a million values through TSan on a shared machine).
+inline constexpr auto workload_patience = 300s;
 
 template <class T>
-T get_within(coral::job<T> j) {
-  if (!j.wait_for(patience)) throw std::runtime_error("test: job did not finish in time");
+T get_within(coral::job<T> j, std::chrono::seconds bound = patience) {
+  if (!j.wait_for(bound)) throw std::runtime_error("test: job did not finish in time");
   return j.get_result();
 }
 

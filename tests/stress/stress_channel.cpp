@@ -54,11 +54,11 @@ BOOST_AUTO_TEST_CASE(four_by_four_on_two_threads_every_value_exactly_once) {
     }
     tally all;
     for (auto& r : receivers) {
-      auto t = get_within(r);
+      auto t = get_within(r, workload_patience);
       all.count += t.count;
       all.sum += t.sum;
     }
-    for (auto& s : senders) get_within(s);
+    for (auto& s : senders) get_within(s, workload_patience);
     BOOST_TEST(all.count == total);
     BOOST_TEST(all.sum == static_cast<long long>(total) * (total - 1) / 2);
   }

@@ -109,6 +109,18 @@ class context_gate {
     std::lock_guard lock(members_mutex_);
     return unlink_locked(m);
   }
+  // Unlinks `m` and, if this caller did, runs `let_go()` (which ends outstanding work on the
+  // context) while the context surely exists: inside a pass, or, once the gate is closing, under
+  // the members lock, which the shutdown takes before the context can go.
+  template <class F>
+  void unlink_and(gate_member& m, F&& let_go) noexcept {
+    if (pass p(*this); p) {
+      if (unlink(m)) let_go();
+      return;
+    }
+    std::lock_guard lock(members_mutex_);
+    if (unlink_locked(m)) let_go();
+  }
   // Runs f() under the members lock if `m` is still linked (for cancel(), which must not race
   // with the member's end). Returns whether it ran.
   template <class F>
