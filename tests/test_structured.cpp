@@ -18,37 +18,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// Where a test's tasks run: every executor kind the rules must hold on.
-struct on_event_loop {
-  static constexpr const char* name = "event_loop";
-  coral::event_loop loop;
-  asio::any_io_executor get_executor() { return loop.get_executor(); }
-};
-struct on_io_context_2_threads {
-  running_io_context context{2};
-  asio::any_io_executor get_executor() { return context.get_executor(); }
-};
-struct on_thread_pool {
-  asio::thread_pool pool{2};
-  asio::any_io_executor get_executor() { return pool.get_executor(); }
-  ~on_thread_pool() {
-    pool.stop();
-    pool.join();
-  }
-};
-struct on_pool_strand {
-  asio::thread_pool pool{2};
-  asio::any_io_executor get_executor() { return asio::make_strand(pool.get_executor()); }
-  ~on_pool_strand() {
-    pool.stop();
-    pool.join();
-  }
-};
-struct on_default_pool {
-  asio::any_io_executor get_executor() { return coral::pool_executor{}; }
-};
-using places = std::tuple<on_event_loop, on_io_context_2_threads, on_thread_pool, on_pool_strand, on_default_pool>;
-
 coral::task<int> value_after(std::chrono::milliseconds d, int v) {
   co_await coral::sleep_for(d);
   co_return v;
@@ -587,6 +556,53 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_over_ready_channels_takes_exactly_one_val
   BOOST_TEST((got == 1 || got == 2));
   BOOST_TEST(first.size() + second.size() == 1u);
   BOOST_TEST((got == 1 ? second.size() : first.size()) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(selects_over_channels_that_are_always_ready_serve_every_channel, Place, places) {
+  // Ready operations are tried first, without child tasks, from a rotating start: a channel that
+  // is first among the arguments must not win every time.
+  Place place;
+  coral::channel<int> first(64), second(64);
+  for (int i = 0; i < 64; ++i) {
+    BOOST_REQUIRE(first.try_send(i));
+    BOOST_REQUIRE(second.try_send(i));
+  }
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::pair<std::vector<int>, std::vector<int>>> {
+    std::vector<int> from_first, from_second;
+    for (int i = 0; i < 64; ++i) {
+      auto r = co_await coral::when_any(first.receive(), second.receive(), std::chrono::hours(1));
+      if (r.index() == 0) from_first.push_back(std::get<0>(r));
+      if (r.index() == 1) from_second.push_back(std::get<1>(r));
+    }
+    co_return std::pair(std::move(from_first), std::move(from_second));
+  });
+  const auto [from_first, from_second] = get_within(std::move(j));
+  BOOST_TEST(from_first.size() + from_second.size() == 64u);
+  BOOST_TEST(from_first.size() >= 16u);
+  BOOST_TEST(from_second.size() >= 16u);
+  BOOST_TEST(std::is_sorted(from_first.begin(), from_first.end()));
+  BOOST_TEST(std::is_sorted(from_second.begin(), from_second.end()));
+  BOOST_TEST(first.size() + second.size() == 64u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_task_selecting_over_a_ready_channel_takes_nothing, Place, places) {
+  Place place;
+  coral::channel<int> ready(1), never;
+  BOOST_REQUIRE(ready.try_send(1));
+  auto started = std::make_shared<std::promise<void>>();
+  auto j = coral::spawn(place.get_executor(), [&ready, &never, started]() -> coral::task<std::size_t> {
+    try {
+      started->set_value();
+      co_await never.receive();
+    } catch (const boost::system::system_error&) {  // cancelled: the task stays cancelled
+    }
+    auto r = co_await coral::when_any(ready.receive(), never.receive());
+    co_return r.index();
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  BOOST_TEST(ready.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_that_loses_to_a_timer_consumes_nothing_and_stops_waiting, Place, places) {

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <coral/coral.hpp>
 #include <cstdio>
@@ -178,5 +180,36 @@ class running_io_context {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::vector<std::thread> threads_;
 };
+
+// Where a test's tasks run: every executor kind the rules must hold on.
+struct on_event_loop {
+  static constexpr const char* name = "event_loop";
+  coral::event_loop loop;
+  boost::asio::any_io_executor get_executor() { return loop.get_executor(); }
+};
+struct on_io_context_2_threads {
+  running_io_context context{2};
+  boost::asio::any_io_executor get_executor() { return context.get_executor(); }
+};
+struct on_thread_pool {
+  boost::asio::thread_pool pool{2};
+  boost::asio::any_io_executor get_executor() { return pool.get_executor(); }
+  ~on_thread_pool() {
+    pool.stop();
+    pool.join();
+  }
+};
+struct on_pool_strand {
+  boost::asio::thread_pool pool{2};
+  boost::asio::any_io_executor get_executor() { return boost::asio::make_strand(pool.get_executor()); }
+  ~on_pool_strand() {
+    pool.stop();
+    pool.join();
+  }
+};
+struct on_default_pool {
+  boost::asio::any_io_executor get_executor() { return coral::pool_executor{}; }
+};
+using places = std::tuple<on_event_loop, on_io_context_2_threads, on_thread_pool, on_pool_strand, on_default_pool>;
 
 }  // namespace coral_test

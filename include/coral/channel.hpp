@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -11,10 +13,25 @@
 
 namespace coral {
 
+namespace detail {
+struct channel_access;
+}  // namespace detail
+
+// channel<T>(unlimited): a buffer without bound (a send never waits; memory grows).
+inline constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
+// channel<T>(conflated): capacity 1, overflow::drop_oldest.
+struct conflated_t {
+  explicit conflated_t() = default;
+};
+inline constexpr conflated_t conflated{};
+
 // A multi-producer, multi-consumer channel of T values, usable across threads and executors, by
 // coral tasks and by plain Asio code alike.
 //
 //   channel<T> ch(capacity);                 // capacity 0: rendezvous (a send waits for a receiver)
+//   channel<T> ch(unlimited);                // a send never waits
+//   channel<T> ch(n, overflow::drop_oldest); // or drop_latest: a send never waits, a full buffer drops
+//   channel<T> ch(conflated);                // capacity 1, drop_oldest: receivers get the latest value
 //   co_await ch.send(v);  co_await (ch << v);
 //   T v = co_await ch.receive();  co_await (ch >> v);
 //   while (auto v = co_await ch.next()) ...  // nullopt once closed and drained
@@ -34,7 +51,11 @@ namespace coral {
 // - close(): values already buffered stay receivable. Waiting and later senders fail with
 //   channel_closed (errc::channel_closed for async_send) and their value is not delivered;
 //   receivers fail with channel_closed (next() gives nullopt) once the buffer is empty. Nothing is
-//   dropped silently: a send either hands its value on or fails.
+//   dropped silently: a send either hands its value on or fails (except under an overflow policy
+//   that drops, which is what it asks for). close(cause) ends the receivers with `cause`.
+// - Overflow policies (capacity >= 1): drop_oldest destroys the oldest buffered value to make room
+//   for the new one; drop_latest destroys the value being sent. Either way the send succeeds at
+//   once (it has taken its value) and never waits; values still come out in the order sent.
 // - Cancellation (job.cancel(), a task's or a handler's cancellation slot): a waiting operation
 //   fails with operation_aborted; a cancelled receive consumes no value and a cancelled send
 //   delivers none. It does not close or otherwise affect the channel.
@@ -58,7 +79,10 @@ class channel {
  public:
   using value_type = T;
 
-  explicit channel(std::size_t capacity = 0) : state_(std::make_shared<state_type>(capacity)) {}
+  explicit channel(std::size_t capacity = 0, overflow policy = overflow::wait)
+      : state_(std::make_shared<state_type>(capacity, policy)) {}
+  // capacity 1, overflow::drop_oldest: a receiver always gets the latest value.
+  explicit channel(conflated_t) : channel(1, overflow::drop_oldest) {}
   ~channel() {
     if (state_) state_->close();
   }
@@ -91,6 +115,10 @@ class channel {
   std::optional<T> try_receive() { return state_->try_receive(nullptr); }
 
   void close() { state_->close(); }
+  // Closes the channel with a cause: once the buffered values are received, receivers get
+  // `cause` rethrown instead of channel_closed (async_receive: channel_closed). Senders fail
+  // with channel_closed. Only the first close sets the cause.
+  void close(std::exception_ptr cause) { state_->close(std::move(cause)); }
   bool closed() const { return state_->closed(); }
   // Values in the buffer now.
   std::size_t size() const { return state_->size(); }
@@ -124,7 +152,23 @@ class channel {
   }
 
  private:
+  friend struct detail::channel_access;
+  explicit channel(std::shared_ptr<state_type> state) noexcept : state_(std::move(state)) {}
+
   std::shared_ptr<state_type> state_;
 };
+
+namespace detail {
+
+// For produce(): a second handle on a channel's state (closing the channel when it goes, as any
+// handle does).
+struct channel_access {
+  template <class T>
+  static channel<T> share(const channel<T>& ch) {
+    return channel<T>(ch.state_);
+  }
+};
+
+}  // namespace detail
 
 }  // namespace coral

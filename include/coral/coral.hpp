@@ -2,6 +2,7 @@
 
 // Everything coral offers.
 #include "coral/as_awaiter.hpp"
+#include "coral/async_generator.hpp"
 #include "coral/async_mutex.hpp"
 #include "coral/awaiter.hpp"
 #include "coral/channel.hpp"
@@ -16,6 +17,7 @@
 #include "coral/non_cancellable.hpp"
 #include "coral/on.hpp"
 #include "coral/pool_executor.hpp"
+#include "coral/produce.hpp"
 #include "coral/scheduler.hpp"
 #include "coral/semaphore.hpp"
 #include "coral/sleep.hpp"

@@ -1,8 +1,12 @@
 #pragma once
 
+#include <array>
+#include <concepts>
+#include <coroutine>
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -25,7 +29,8 @@ namespace coral {
 // - A select is lossless: at most one channel operation among the arguments happens, the
 //   winner's. A losing receive consumed no value (it is still in its channel, or went to another
 //   receiver); a losing send delivered none (the value is dropped with the awaiter, never
-//   received). Rule: an operation that ends with operation_aborted did not happen.
+//   received). Rule: an operation that ends with operation_aborted did not happen. Channel
+//   operations that can happen at once are tried first (see select_awaiter).
 // - Cancelling the awaiting task cancels every child; the first to end then typically ends with
 //   operation_aborted, which is rethrown.
 // - If the awaiting task's execution context shuts down meanwhile, the children are cancelled
@@ -88,11 +93,133 @@ class when_any_vector_awaiter : public vector_join_awaiter<join_kind::first_end,
   }
 };
 
+// A channel operation a select can attempt before anything waits.
+template <class A>
+concept pollable = requires(A& a, task_context& waker) {
+  { a.poll(waker) } -> std::same_as<bool>;
+};
+
+// when_any with channel operations among its arguments. As Go's select, it first attempts them
+// (from a rotating start, so that no channel is always first): one that can happen at once wins
+// without any child task, and the other arguments never start. Otherwise the join runs as above.
+template <class... A>
+class select_awaiter {
+  using join_type = when_any_awaiter<join_task_t<A>...>;
+  using result_type = decltype(std::declval<join_type&>().await_resume());
+
+ public:
+  using coral_awaitable = void;
+
+  explicit select_awaiter(A... a) : arguments_(std::move(a)...) {
+    std::apply(
+        [](const auto&... argument) {
+          if ((!valid(argument) || ...)) {
+            throw std::logic_error(
+                "coral: when_all / when_any of a task that is empty (moved from or already awaited)");
+          }
+        },
+        arguments_);
+  }
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    task_context& context = parent.promise().context();
+    context.throw_if_cancelled();
+    if (poll(context, std::index_sequence_for<A...>{})) return false;
+    start_join(std::index_sequence_for<A...>{});
+    return join_->await_suspend(parent);
+  }
+
+  result_type await_resume() {
+    if (join_) return join_->await_resume();
+    return resume_polled(std::index_sequence_for<A...>{});
+  }
+
+ private:
+  template <class X>
+  static bool valid(const X& x) noexcept {
+    if constexpr (is_task_v<X>) {
+      return x.valid();
+    } else {
+      return true;
+    }
+  }
+
+  // The positions of the arguments a select can attempt at once.
+  static constexpr auto pollable_positions = [] {
+    constexpr bool is_pollable[] = {pollable<A>...};
+    std::array<std::size_t, (std::size_t{pollable<A>} + ...)> positions{};
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < sizeof...(A); ++i) {
+      if (is_pollable[i]) positions[n++] = i;
+    }
+    return positions;
+  }();
+
+  template <std::size_t... I>
+  bool poll(task_context& context, std::index_sequence<I...>) {
+    static thread_local std::size_t rotation = 0;
+    const std::size_t first = rotation++;
+    for (std::size_t k = 0; k < pollable_positions.size(); ++k) {
+      const std::size_t i = pollable_positions[(first + k) % pollable_positions.size()];
+      if (((I == i && poll_one<I>(context)) || ...)) {
+        polled_ = i;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  template <std::size_t I>
+  bool poll_one(task_context& context) {
+    if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
+      return std::get<I>(arguments_).poll(context);
+    } else {
+      return false;
+    }
+  }
+
+  template <std::size_t... I>
+  void start_join(std::index_sequence<I...>) {
+    join_.emplace(as_join_task(std::move(std::get<I>(arguments_)))...);
+  }
+
+  template <std::size_t... I>
+  result_type resume_polled(std::index_sequence<I...>) {
+    std::optional<result_type> r;
+    ((I == polled_ ? resume_polled_one<I>(r) : void()), ...);
+    return std::move(*r);
+  }
+
+  template <std::size_t I>
+  void resume_polled_one(std::optional<result_type>& r) {
+    if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
+      auto& argument = std::get<I>(arguments_);
+      if constexpr (std::is_void_v<decltype(argument.await_resume())>) {
+        argument.await_resume();
+        r.emplace(std::in_place_index<I>);
+      } else {
+        r.emplace(std::in_place_index<I>, argument.await_resume());
+      }
+    }
+  }
+
+  std::tuple<A...> arguments_;
+  std::size_t polled_ = 0;
+  std::optional<join_type> join_;
+};
+
 }  // namespace detail
 
 template <detail::race_argument... A>
 requires(sizeof...(A) > 0) auto when_any(A&&... a) {
-  return detail::when_any_awaiter<detail::join_task_t<A>...>(detail::as_join_task(std::forward<A>(a))...);
+  if constexpr ((detail::pollable<std::remove_cvref_t<A>> || ...)) {
+    return detail::select_awaiter<std::remove_cvref_t<A>...>(std::forward<A>(a)...);
+  } else {
+    return detail::when_any_awaiter<detail::join_task_t<A>...>(detail::as_join_task(std::forward<A>(a))...);
+  }
 }
 
 template <class T, class E>

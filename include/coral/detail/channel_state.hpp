@@ -5,10 +5,22 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include "coral/detail/error_codes.hpp"
 #include "coral/detail/race.hpp"
 #include "coral/detail/task_waiter.hpp"
+
+namespace coral {
+
+// What a full bounded channel does with a send (Kotlin's BufferOverflow).
+enum class overflow {
+  wait,         // the send waits for room
+  drop_oldest,  // the oldest buffered value is dropped to make room; the send never waits
+  drop_latest,  // the value being sent is dropped; the send never waits
+};
+
+}  // namespace coral
 
 namespace coral::detail {
 
@@ -54,11 +66,18 @@ struct receive_waiter : channel_waiter {
 template <class T>
 class channel_state {
  public:
-  explicit channel_state(std::size_t capacity) : capacity_(capacity) {}
+  channel_state(std::size_t capacity, overflow policy) : capacity_(capacity), policy_(policy) {
+    if (capacity == 0 && policy != overflow::wait) {
+      throw std::invalid_argument(
+          "coral::channel: a rendezvous channel (capacity 0) has no buffer to drop from; use a capacity of 1 or more "
+          "(coral::conflated is capacity 1 with overflow::drop_oldest)");
+    }
+  }
 
-  // Returns true if the send completed at once (w.error says how); false if `w` now waits.
-  // Throws what T's move throws.
-  bool send(send_waiter<T>& w, task_context* waker) {
+  // Returns true if the send completed at once (w.error says how); false if `w` now waits, or,
+  // with `may_wait` false, if it would have to (`w` is not queued then). Throws what T's move
+  // throws.
+  bool send(send_waiter<T>& w, task_context* waker, bool may_wait = true) {
     handoff h;
     bool waits = false;
     {
@@ -72,7 +91,7 @@ class channel_state {
           w.error = asio::error::operation_aborted;
           break;
         case outcome::none:
-          senders_.push_back(w);
+          if (may_wait) senders_.push_back(w);
           waits = true;
           break;
         default:
@@ -96,8 +115,8 @@ class channel_state {
   }
 
   // Returns true if the receive completed at once (a value in *w.destination, or w.error); false
-  // if `w` now waits. Throws what T's move throws.
-  bool receive(receive_waiter<T>& w, task_context* waker) {
+  // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's move throws.
+  bool receive(receive_waiter<T>& w, task_context* waker, bool may_wait = true) {
     handoff h;
     bool waits = false;
     {
@@ -109,8 +128,9 @@ class channel_state {
         case outcome::none:
           if (closed_) {
             w.error = errc::channel_closed;
+            w.exception = cause_;
           } else {
-            receivers_.push_back(w);
+            if (may_wait) receivers_.push_back(w);
             waits = true;
           }
           break;
@@ -142,14 +162,18 @@ class channel_state {
     return true;
   }
 
-  void close() {
+  // `cause`: what receivers get once the buffer is drained, instead of channel_closed (the first
+  // close decides it).
+  void close(std::exception_ptr cause = nullptr) {
     channel_waiter* senders;
     channel_waiter* receivers;
     {
       std::lock_guard lock(mutex_);
+      if (!closed_) cause_ = std::move(cause);
       closed_ = true;
       senders = senders_.take_all();
       receivers = receivers_.take_all();
+      for (auto* r = receivers; r; r = static_cast<channel_waiter*>(r->next)) r->exception = cause_;
     }
     wake_all(senders, errc::channel_closed, nullptr);
     wake_all(receivers, errc::channel_closed, nullptr);
@@ -241,14 +265,20 @@ class channel_state {
       return outcome::done;
     }
     if (mine_lost) return outcome::lost;
-    if (buffer_.size() >= capacity_) return outcome::none;
+    const bool full = buffer_.size() >= capacity_;
+    if (full && policy_ == overflow::wait) return outcome::none;
     if (!mine.claim()) return outcome::lost;
     try {
+      if (full && policy_ == overflow::drop_latest) {
+        [[maybe_unused]] T dropped(std::move(value));  // a send that succeeded has always taken its value
+        return outcome::done;
+      }
       buffer_.push_back(std::move(value));
     } catch (...) {
       h.failure = std::current_exception();
       return outcome::failed;
     }
+    if (full) buffer_.pop_front();  // drop_oldest
     return outcome::done;
   }
 
@@ -298,11 +328,13 @@ class channel_state {
   }
 
   const std::size_t capacity_;
+  const overflow policy_;
   mutable std::mutex mutex_;
   std::deque<T> buffer_;  // at most capacity_ values
   waiter_queue<channel_waiter> senders_;
   waiter_queue<channel_waiter> receivers_;
   bool closed_ = false;
+  std::exception_ptr cause_;
 };
 
 }  // namespace coral::detail

@@ -29,6 +29,18 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
   void enter_race(race_ticket ticket) noexcept { this->ticket = ticket; }
 
  protected:
+  // A select's first pass over its branches, before anything waits: the operation is attempted
+  // without waiting (nothing is queued). True if it happened or failed at once; await_resume
+  // then says which, without the task having suspended.
+  template <class Operation>
+  bool poll_with(task_context& waker, Operation operation) {
+    polled_ = operation(*this->state_, &waker);
+    return polled_;
+  }
+  void finish() noexcept {
+    if (!polled_) this->finish_waiting();
+  }
+
   // Rethrows a failure of T's move, or throws `error` (the operation's). The common case (no
   // failure) is an inline test.
   void check(const char* what) {
@@ -41,6 +53,9 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
     if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
     if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);
   }
+
+ private:
+  bool polled_ = false;
 };
 
 template <class T>
@@ -59,9 +74,12 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
     return this->suspend_on(coroutine, [this](channel_state<T>& s, task_context* ctx) { return s.send(*this, ctx); });
   }
+  bool poll(task_context& waker) {
+    return this->poll_with(waker, [this](channel_state<T>& s, task_context* ctx) { return s.send(*this, ctx, false); });
+  }
 
   void await_resume() {
-    this->finish_waiting();
+    this->finish();
     this->check("send on a closed channel");
   }
 
@@ -87,13 +105,18 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
     return this->suspend_on(coroutine,
                             [this](channel_state<T>& s, task_context* ctx) { return s.receive(*this, ctx); });
   }
+  bool poll(task_context& waker) {
+    return this->poll_with(waker,
+                           [this](channel_state<T>& s, task_context* ctx) { return s.receive(*this, ctx, false); });
+  }
 
  protected:
   // The value, or nullopt once the channel is closed and drained; throws on cancellation. Returned
   // by reference: the value is moved once, straight to where the caller wants it.
   std::optional<T>& take() {
-    this->finish_waiting();
-    if ((this->error || this->exception) && this->error != errc::channel_closed) [[unlikely]]
+    this->finish();
+    // (A channel closed with a cause fails its receivers with the cause.)
+    if (this->exception || (this->error && this->error != errc::channel_closed)) [[unlikely]]
       this->fail("receive");
     return received_;
   }

@@ -124,6 +124,8 @@ class promise_base {
   }
 
   task_context& context() const noexcept { return *context_; }
+  // Who resumes when this coroutine hands control back (set by run_inline).
+  std::coroutine_handle<> continuation() const noexcept { return continuation_; }
 
   // Wiring, set by whoever starts the coroutine.
   void run_inline(task_context& context, std::coroutine_handle<> continuation) noexcept {
