@@ -5,6 +5,7 @@
 #include <functional>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "coral/detail/executors.hpp"
 #include "coral/detail/job_state.hpp"
@@ -106,42 +107,51 @@ struct initiate_spawn {
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // As with any Asio operation, the pending completion is outstanding work on the handler's
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
-    // The work travels with the dispatched completion and ends there: once the handler may run,
-    // the task's thread must not touch the handler's context (its owner may destroy it then).
+    // The work travels with the dispatched completion and ends there. The dispatch goes through
+    // the gate of the handler's context: once the handler has run, its owner may destroy that
+    // context, which then waits for the dispatch to return.
     auto work =
         asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
+    auto gate = gate_of(asio::query(work, asio::execution::context));
     // Coral's own memory for the operation (the handler's keeping and its dispatch) comes from the
     // handler's associated allocator, as for any Asio operation.
     auto allocator = asio::get_associated_allocator(handler);
     state->when_done(
-        [handler = std::move(handler), work = std::move(work), observed, slot, allocator](job_state<T>& s) mutable {
+        [handler = std::move(handler), work = std::move(work), gate = std::move(gate), observed, slot,
+         allocator](job_state<T>& s) mutable {
           if (observed) s.mark_observed();
           std::exception_ptr error;
           if (s.result().has_exception()) {
             // Handed over, not shared, when the handler observes it (see task_result::release).
             error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
           }
-          if constexpr (std::is_void_v<T>) {
-            auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
-            dispatch_with(target, allocator,
-                          [h = std::move(handler), slot, error = std::move(error), w = std::move(work)]() mutable {
-                            if (slot.is_connected()) slot.clear();
-                            std::move(h)(error);
-                          });
-          } else {
+          std::conditional_t<std::is_void_v<T>, std::monostate, T> value{};
+          if constexpr (!std::is_void_v<T>) {
             static_assert(std::is_default_constructible_v<T>,
                           "coral::spawn with a completion token needs a default-constructible result type (it is "
                           "passed, default-constructed, along with the exception when the task fails)");
-            T value{};
             if (!error) value = s.result().take();
-            auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
-            dispatch_with(target, allocator,
-                          [h = std::move(handler), slot, error = std::move(error), v = std::move(value),
-                           w = std::move(work)]() mutable {
-                            if (slot.is_connected()) slot.clear();
-                            std::move(h)(error, std::move(v));
-                          });
           }
+          gate->post_or_drop(
+              [&] {
+                auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
+                dispatch_with(target, allocator,
+                              [h = std::move(handler), slot, error = std::move(error), v = std::move(value),
+                               w = std::move(work)]() mutable {
+                                if (slot.is_connected()) slot.clear();
+                                if constexpr (std::is_void_v<T>) {
+                                  std::move(h)(error);
+                                } else {
+                                  std::move(h)(error, std::move(v));
+                                }
+                              });
+              },
+              [&] {
+                // The handler's context is being destroyed: the handler goes unrun, as Asio
+                // destroys the handlers of a context that shuts down.
+                [[maybe_unused]] auto gone = std::move(work);
+                [[maybe_unused]] auto unrun = std::move(handler);
+              });
         },
         allocator);
     // Started only now: the completion cannot run inside this initiating function.

@@ -109,6 +109,16 @@ class context_gate {
     std::lock_guard lock(members_mutex_);
     return unlink_locked(m);
   }
+  // Runs `post()` inside a pass if the context still takes posts (its destruction waits until the
+  // post has returned, including Asio's wake-up of a thread after its queue lock is released); else
+  // runs `drop()` under the members lock, which a shutdown still closing the gate waits for.
+  template <class Post, class Drop>
+  void post_or_drop(Post&& post, Drop&& drop) {
+    if (pass p(*this); p) return post();
+    std::lock_guard lock(members_mutex_);
+    drop();
+  }
+
   // Unlinks `m` and, if this caller did, runs `let_go()` (which ends outstanding work on the
   // context) while the context surely exists: inside a pass, or, once the gate is closing, under
   // the members lock, which the shutdown takes before the context can go.
