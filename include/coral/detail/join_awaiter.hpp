@@ -79,16 +79,48 @@ task<R> await_in_task(A awaitable) {
   }
 }
 
-// A raceable awaitable in a task of its own: in a when_any it carries its branch's ticket (the
-// segment running it is the branch); in a when_all the ticket is empty.
-template <class R, class A>
-task<R> await_in_race(A awaitable) {
-  task_context& branch = co_await current_segment{};
-  awaitable.enter_race(branch.race_branch());
-  if constexpr (std::is_void_v<R>) {
-    co_await std::move(awaitable);
+// Suspends on a raceable awaitable without resuming it: await_in_race decides how it ends.
+template <class A>
+struct race_branch_awaiter {
+  using coral_awaitable = void;
+  A& awaitable;
+  bool await_ready() { return awaitable.await_ready(); }
+  template <class Promise>
+  decltype(auto) await_suspend(std::coroutine_handle<Promise> coroutine) {
+    return awaitable.await_suspend(coroutine);
+  }
+  void await_resume() const noexcept {}
+};
+
+// What a branch awaits for a join argument: a raceable awaitable itself, a sleep for a duration.
+template <class A>
+auto race_awaitable(A&& argument) {
+  if constexpr (is_duration_v<std::remove_cvref_t<A>>) {
+    return sleep_awaiter::after(argument);
   } else {
-    co_return co_await std::move(awaitable);
+    return std::move(argument);
+  }
+}
+
+// A raceable awaitable (or a duration) in a task of its own: in a when_any it carries its
+// branch's ticket (the segment running it is the branch); in a when_all the ticket is empty. A
+// branch whose operation was cancelled because another branch won ends without throwing (its
+// result is never looked at), which spares each select and timeout an exception.
+template <class R, class A>
+task<R> await_in_race(A argument) {
+  task_context& branch = co_await current_segment{};
+  const race_ticket ticket = branch.race_branch();
+  auto awaitable = race_awaitable(std::move(argument));
+  awaitable.enter_race(ticket);
+  co_await race_branch_awaiter<decltype(awaitable)>{awaitable};
+  if constexpr (std::is_void_v<R>) {
+    if (ticket.lost() && awaitable.lost_race()) co_return;
+    awaitable.await_resume();
+  } else {
+    if constexpr (std::is_default_constructible_v<R>) {
+      if (ticket.lost() && awaitable.lost_race()) co_return R{};
+    }
+    co_return awaitable.await_resume();
   }
 }
 
@@ -99,7 +131,7 @@ auto as_join_task(A&& a) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_task_v<D>) {
     return D(std::forward<A>(a));
-  } else if constexpr (raceable<D>) {
+  } else if constexpr (raceable<D> || is_duration_v<D>) {
     return await_in_race<typename awaited_by_task<D>::type>(D(std::forward<A>(a)));
   } else {
     return await_in_task<typename awaited_by_task<D>::type>(D(std::forward<A>(a)));

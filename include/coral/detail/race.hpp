@@ -45,6 +45,13 @@ class race_ticket {
 
   explicit operator bool() const noexcept { return decision_ != nullptr; }
 
+  // Whether another branch has won the race (an operation of this one can no longer happen).
+  bool lost() const noexcept {
+    if (!decision_) return false;
+    const auto w = decision_->winner();
+    return w != race_decision::undecided && w != branch_;
+  }
+
   // Claims the race for this branch: true if it may happen.
   bool claim() const noexcept { return !decision_ || decision_->decide(branch_); }
 

@@ -28,6 +28,9 @@ class sleep_awaiter {
   // A sleep may be raced in when_any (`when_any(ch.receive(), sleep_for(1s))`): losing, it has
   // done nothing.
   void enter_race(race_ticket) noexcept {}
+  // After the wait, instead of await_resume(): true if it was cancelled (nothing to rethrow for a
+  // branch that lost its race).
+  bool lost_race() const noexcept { return error() == asio::error::operation_aborted; }
 
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
