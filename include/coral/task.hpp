@@ -1,5 +1,6 @@
 #pragma once
 
+#include <concepts>
 #include <coroutine>
 #include <optional>
 #include <stdexcept>
@@ -46,7 +47,15 @@ class [[nodiscard]] task {
 
   // False once the task has been moved from (awaited, spawned or moved elsewhere).
   bool valid() const noexcept { return static_cast<bool>(frame_); }
-  explicit operator bool() const noexcept { return valid(); }
+  // A task is not a truth value: `if (a() || b())` or `bool r = a() && b();` would run neither.
+  template <class B>
+  requires std::same_as<B, bool>
+  operator B() const noexcept {
+    static_assert(!std::is_same_v<B, B>,
+                  "coral::task is not a truth value: `a() || b()` and `a() && b()` are tasks that run a() and b() "
+                  "together (co_await them); valid() says whether a task holds a coroutine");
+    return false;
+  }
 
   // Gives up ownership of the coroutine frame (for the runtime).
   handle_type release() noexcept { return std::exchange(frame_, nullptr); }

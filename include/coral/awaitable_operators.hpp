@@ -1,0 +1,144 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "coral/task.hpp"
+#include "coral/when_all.hpp"
+#include "coral/when_any.hpp"
+
+namespace coral {
+
+// Asio's awaitable operators for coral tasks and awaitables, found by argument-dependent lookup
+// (no using-directive needed; code written for asio::awaitable with
+// `using namespace asio::experimental::awaitable_operators` compiles unchanged):
+//
+//   co_await (a() && b());          // when_all: both run; the first failure cancels the other
+//   co_await (a() || b());          // when_any: the first to end wins; the loser is cancelled
+//   co_await (ch.receive() || 5s);  // a lossless select, as when_any
+//
+// Each returns a task (so operators chain) that runs where it is awaited. Results are flattened
+// as Asio flattens them: `void && void` is void, `T && void` and `void && T` are T, `T && U` is
+// std::tuple<T, U>, and a tuple on the left grows (`(a && b) && c` is std::tuple<A, B, C>);
+// `T || U` is std::variant<T, U> (void is std::monostate), and a variant on the left grows.
+//
+// Unlike Asio's `||` (which waits for the first *success*, and loses a value that completes while
+// another operand wins), coral's `||` is when_any: the first operand to end wins, with a value or
+// an exception, the other is cancelled and awaited, and channel operations among the operands are
+// lossless. A task is not a truth value: `bool r = a() || b();` does not compile.
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_tuple_v = false;
+template <class... T>
+inline constexpr bool is_tuple_v<std::tuple<T...>> = true;
+
+template <class T>
+inline constexpr bool is_variant_v = false;
+template <class... T>
+inline constexpr bool is_variant_v<std::variant<T...>> = true;
+
+// An operand that makes an operator coral's: a coral task or awaitable (a duration alone does not).
+template <class A>
+concept coral_operand = is_task_v<std::remove_cvref_t<A>> || requires {
+  typename std::remove_cvref_t<A>::coral_awaitable;
+};
+
+template <class A>
+using operand_value_t = typename join_task_t<A>::value_type;
+
+template <class L, class R>
+auto and_result() {
+  if constexpr (std::is_void_v<L> && std::is_void_v<R>) {
+    return std::type_identity<void>{};
+  } else if constexpr (std::is_void_v<R>) {
+    return std::type_identity<L>{};
+  } else if constexpr (std::is_void_v<L>) {
+    return std::type_identity<R>{};
+  } else if constexpr (is_tuple_v<L>) {
+    return std::type_identity<decltype(std::tuple_cat(std::declval<L>(), std::declval<std::tuple<R>>()))>{};
+  } else {
+    return std::type_identity<std::tuple<L, R>>{};
+  }
+}
+template <class L, class R>
+using and_result_t = typename decltype(and_result<L, R>())::type;
+
+template <class L, class R>
+struct or_result {
+  using type = std::variant<join_value_t<L>, join_value_t<R>>;
+};
+template <class... L, class R>
+struct or_result<std::variant<L...>, R> {
+  using type = std::variant<L..., join_value_t<R>>;
+};
+template <class L, class R>
+using or_result_t = typename or_result<L, R>::type;
+
+template <class Result, class L, class R>
+task<Result> all_of(L l, R r) {
+  using lv = operand_value_t<L>;
+  using rv = operand_value_t<R>;
+  auto [x, y] = co_await when_all(std::move(l), std::move(r));
+  if constexpr (std::is_void_v<Result>) {
+    co_return;
+  } else if constexpr (std::is_void_v<rv>) {
+    co_return std::move(x);
+  } else if constexpr (std::is_void_v<lv>) {
+    co_return std::move(y);
+  } else if constexpr (is_tuple_v<lv>) {
+    co_return std::tuple_cat(std::move(x), std::tuple<rv>(std::move(y)));
+  } else {
+    co_return Result(std::move(x), std::move(y));
+  }
+}
+
+// The left operand's variant, as the first alternatives of the wider result.
+template <class Result, class V, std::size_t... I>
+Result widen(V&& v, std::index_sequence<I...>) {
+  std::optional<Result> out;
+  ((v.index() == I ? (void)out.emplace(std::in_place_index<I>, std::get<I>(std::move(v))) : void()), ...);
+  return std::move(*out);
+}
+
+template <class Result, class L, class R>
+task<Result> any_of(L l, R r) {
+  using lv = operand_value_t<L>;
+  auto won = co_await when_any(std::move(l), std::move(r));
+  constexpr std::size_t last = std::variant_size_v<Result> - 1;
+  if (won.index() == 1) co_return Result(std::in_place_index<last>, std::get<1>(std::move(won)));
+  if constexpr (is_variant_v<lv>) {
+    co_return widen<Result>(std::get<0>(std::move(won)), std::make_index_sequence<std::variant_size_v<lv>>{});
+  } else {
+    co_return Result(std::in_place_index<0>, std::get<0>(std::move(won)));
+  }
+}
+
+}  // namespace detail
+
+template <class L, class R>
+requires(detail::coral_operand<L> || detail::coral_operand<R>) &&
+    detail::join_argument<L>&& detail::join_argument<R> auto operator&&(L&& l, R&& r) {
+  using result = detail::and_result_t<detail::operand_value_t<L>, detail::operand_value_t<R>>;
+  return detail::all_of<result, std::remove_cvref_t<L>, std::remove_cvref_t<R>>(std::forward<L>(l), std::forward<R>(r));
+}
+
+template <class L, class R>
+requires(detail::coral_operand<L> || detail::coral_operand<R>) &&
+    detail::race_argument<L>&& detail::race_argument<R> auto operator||(L&& l, R&& r) {
+  using result = detail::or_result_t<detail::operand_value_t<L>, detail::operand_value_t<R>>;
+  return detail::any_of<result, std::remove_cvref_t<L>, std::remove_cvref_t<R>>(std::forward<L>(l), std::forward<R>(r));
+}
+
+namespace detail {
+// Channel operations and other coral awaitables live here: their operators are found here too.
+using coral::operator&&;
+using coral::operator||;
+}  // namespace detail
+
+}  // namespace coral
