@@ -1,8 +1,15 @@
 #define BOOST_TEST_MODULE coral bridge to Asio and other awaitables
+#include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/as_single.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/prepend.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
@@ -87,6 +94,76 @@ BOOST_AUTO_TEST_CASE(use_task_as_default_completion_token) {
     co_return true;
   };
   BOOST_TEST(coral::sync_wait(t()));
+}
+
+BOOST_AUTO_TEST_CASE(every_token_adapter_asio_users_combine_with_use_awaitable_works_with_use_task) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, [&loop]() -> coral::task<std::string> {
+    const auto ex = co_await coral::this_task::executor;
+    std::string log;
+    asio::steady_timer timer(ex, 1h);
+    // redirect_error: the error lands in `ec` instead of being thrown.
+    boost::system::error_code ec;
+    timer.expires_after(1ms);
+    co_await timer.async_wait(asio::redirect_error(coral::use_task, ec));
+    log += ec ? "redirect:" + ec.message() : "redirect:ok";
+    timer.expires_after(1h);
+    asio::post(ex, [&timer] { timer.cancel(); });
+    co_await timer.async_wait(asio::redirect_error(coral::use_task, ec));
+    log += ec == asio::error::operation_aborted ? " redirect:aborted" : " redirect:?";
+    // as_single: several arguments become one tuple, and an error is not thrown.
+    tcp::acceptor acceptor(ex, {asio::ip::make_address("127.0.0.1"), 0});
+    tcp::socket client(ex);
+    co_await client.async_connect(acceptor.local_endpoint(), asio::experimental::as_single(coral::use_task));
+    auto server = co_await acceptor.async_accept(coral::use_task);
+    co_await asio::async_write(client, asio::buffer("ab", 2), coral::use_task);
+    char data[2];
+    auto [read_error, n] =
+        co_await server.async_read_some(asio::buffer(data), asio::experimental::as_single(coral::use_task));
+    log += " single:" + std::to_string(n) + (read_error ? "!" : "");
+    // bind_cancellation_slot: the caller's signal cancels the operation.
+    asio::cancellation_signal signal;
+    timer.expires_after(1h);
+    asio::post(ex, [&signal] { signal.emit(asio::cancellation_type::terminal); });
+    auto [slot_error] =
+        co_await timer.async_wait(asio::bind_cancellation_slot(signal.slot(), asio::as_tuple(coral::use_task)));
+    log += slot_error == asio::error::operation_aborted ? " slot:aborted" : " slot:?";
+    try {
+      timer.expires_after(1h);
+      asio::post(ex, [&signal] { signal.emit(asio::cancellation_type::terminal); });
+      co_await timer.async_wait(asio::bind_cancellation_slot(signal.slot(), coral::use_task));
+    } catch (const boost::system::system_error& e) {
+      log += e.code() == asio::error::operation_aborted ? " slot-throws:aborted" : " slot-throws:?";
+    }
+    // prepend, append, bind_executor, the handler-tracking constructor.
+    timer.expires_after(1ms);
+    auto [x, e1] = co_await timer.async_wait(asio::prepend(asio::as_tuple(coral::use_task), 7));
+    timer.expires_after(1ms);
+    auto [e2, y] = co_await timer.async_wait(asio::append(asio::as_tuple(coral::use_task), 8));
+    timer.expires_after(1ms);
+    co_await timer.async_wait(asio::bind_executor(ex, coral::use_task));
+    timer.expires_after(1ms);
+    co_await timer.async_wait(coral::use_task_t(__FILE__, __LINE__, __func__));
+    const bool on_loop = std::this_thread::get_id() == loop.thread_id();
+    log += " " + std::to_string(x) + std::to_string(y) + (e1 || e2 ? "!" : "") + (on_loop ? " loop" : " elsewhere");
+    co_return log;
+  });
+  BOOST_TEST(get_within(std::move(j)) ==
+             "redirect:ok redirect:aborted single:2 slot:aborted slot-throws:aborted 78 loop");
+}
+
+BOOST_AUTO_TEST_CASE(deferred_operations_are_awaited_in_a_task) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<int> {
+    asio::steady_timer timer(co_await coral::this_task::executor, 1ms);
+    co_await timer.async_wait(asio::deferred);
+    // A composed deferred operation: a wait, then a value computed from its outcome.
+    timer.expires_after(1ms);
+    auto composed = timer.async_wait(
+        asio::deferred([](boost::system::error_code e) { return asio::deferred.values(e ? -1 : 42); }));
+    co_return co_await std::move(composed);
+  });
+  BOOST_TEST(get_within(std::move(j)) == 42);
 }
 
 BOOST_AUTO_TEST_CASE(sockets_over_loopback_resume_on_the_tasks_executor) {

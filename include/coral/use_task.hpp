@@ -2,6 +2,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -20,6 +21,9 @@ namespace coral {
 // the result (nothing, one value, or a tuple). asio::as_tuple(use_task) returns all of them.
 struct use_task_t {
   constexpr use_task_t() noexcept = default;
+  // As use_awaitable_t's, for code written under BOOST_ASIO_ENABLE_HANDLER_TRACKING
+  // (`use_task_t(__FILE__, __LINE__, __func__)`); coral does not record the location.
+  constexpr use_task_t(const char*, int, const char*) noexcept {}
 
   // An executor adapter whose default completion token is use_task.
   template <class InnerExecutor>
@@ -47,35 +51,28 @@ inline constexpr use_task_t use_task{};
 
 namespace detail {
 
-// What `co_await op(use_task)` awaits: the operation is started in await_suspend, with a handler
-// that resumes the task.
-template <class Signature, class Initiation, class... InitArgs>
-class async_op_awaiter;
-
-template <class... Args, class Initiation, class... InitArgs>
-class async_op_awaiter<void(Args...), Initiation, InitArgs...> {
+// Where an operation awaited with use_task leaves its completion arguments, and what
+// `co_await` makes of them.
+template <class... Args>
+class async_op_results {
+ protected:
   using handler = resuming_handler<Args...>;
 
  public:
   using coral_awaitable = void;
 
-  template <class I, class... A>
-  explicit async_op_awaiter(I&& initiation, A&&... args)
-      : initiation_(std::forward<I>(initiation)), args_(std::forward<A>(args)...) {}
-
   bool await_ready() const noexcept { return false; }
-
-  template <class Promise>
-  void await_suspend(std::coroutine_handle<Promise> coroutine) {
-    suspended_task task;
-    task.suspend(coroutine);
-    std::apply(
-        [&](InitArgs&... args) { std::move(initiation_)(handler(results_, std::move(task)), std::move(args)...); },
-        args_);
-  }
 
   auto await_resume() {
     return std::apply([](auto&... values) { return unpack(values...); }, *results_);
+  }
+
+ protected:
+  template <class Promise, class Start>
+  void start(std::coroutine_handle<Promise> coroutine, Start&& start) {
+    suspended_task task;
+    task.suspend(coroutine);
+    std::forward<Start>(start)(handler(results_, std::move(task)));
   }
 
  private:
@@ -104,9 +101,71 @@ class async_op_awaiter<void(Args...), Initiation, InitArgs...> {
     }
   }
 
+  typename handler::results_type results_;
+};
+
+// What `co_await op(use_task)` awaits: the operation is started in await_suspend, with a handler
+// that resumes the task.
+template <class Signature, class Initiation, class... InitArgs>
+class async_op_awaiter;
+
+template <class Signature>
+class erased_async_op_awaiter;
+
+template <class... Args, class Initiation, class... InitArgs>
+class async_op_awaiter<void(Args...), Initiation, InitArgs...> : public async_op_results<Args...> {
+ public:
+  template <class I, class... A>
+  explicit async_op_awaiter(I&& initiation, A&&... args)
+      : initiation_(std::forward<I>(initiation)), args_(std::forward<A>(args)...) {}
+
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> coroutine) {
+    this->start(coroutine, [this](auto handler) { initiate(std::move(handler)); });
+  }
+
+ private:
+  friend class erased_async_op_awaiter<void(Args...)>;
+
+  void initiate(typename async_op_results<Args...>::handler handler) {
+    std::apply([&](InitArgs&... args) { std::move(initiation_)(std::move(handler), std::move(args)...); }, args_);
+  }
+
   Initiation initiation_;
   std::tuple<InitArgs...> args_;
-  typename handler::results_type results_;
+};
+
+// The same, with the operation's type erased: what token adapters that name the awaiter's type
+// before they know the operation (redirect_error, as_single, bind_cancellation_slot) return.
+// Costs an allocation for the operation's initiation and arguments.
+template <class... Args>
+class erased_async_op_awaiter<void(Args...)> : public async_op_results<Args...> {
+  using handler = typename async_op_results<Args...>::handler;
+
+  struct operation {
+    virtual ~operation() = default;
+    virtual void initiate(handler h) = 0;
+  };
+  template <class Awaiter>
+  struct typed_operation final : operation {
+    explicit typed_operation(Awaiter&& a) : awaiter(std::move(a)) {}
+    void initiate(handler h) override { awaiter.initiate(std::move(h)); }
+    Awaiter awaiter;
+  };
+
+ public:
+  template <class Initiation, class... InitArgs>
+  erased_async_op_awaiter(async_op_awaiter<void(Args...), Initiation, InitArgs...>&& typed)
+      : operation_(std::make_unique<typed_operation<async_op_awaiter<void(Args...), Initiation, InitArgs...>>>(
+            std::move(typed))) {}
+
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> coroutine) {
+    this->start(coroutine, [this](handler h) { operation_->initiate(std::move(h)); });
+  }
+
+ private:
+  std::unique_ptr<operation> operation_;
 };
 
 }  // namespace detail
@@ -117,6 +176,10 @@ namespace boost::asio {
 template <class... Args>
 class async_result<coral::use_task_t, void(Args...)> {
  public:
+  // For adapters that name the result before they initiate (redirect_error, as_single,
+  // bind_cancellation_slot): any operation's awaiter converts to it.
+  using return_type = coral::detail::erased_async_op_awaiter<void(Args...)>;
+
   template <class Initiation, class... InitArgs>
   static auto initiate(Initiation&& initiation, coral::use_task_t, InitArgs&&... args) {
     return coral::detail::async_op_awaiter<void(Args...), std::decay_t<Initiation>, std::decay_t<InitArgs>...>(

@@ -13,6 +13,7 @@
 #include "coral/detail/sleep_awaiter.hpp"
 #include "coral/detail/task_context.hpp"
 #include "coral/detail/task_result.hpp"
+#include "coral/use_task.hpp"
 
 namespace coral {
 
@@ -118,6 +119,9 @@ class promise_base {
       return executor_awaiter{context_->executor()};
     } else if constexpr (requires { typename D::coral_awaitable; }) {
       return awaiter_ref<D>{awaitable};
+    } else if constexpr (asio::is_deferred<D>::value) {
+      // `co_await timer.async_wait(asio::deferred)`, or a composed deferred operation.
+      return std::move(awaitable)(use_task);
     } else {
       return foreign_awaiter<A>(std::forward<A>(awaitable));
     }
