@@ -11,6 +11,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 #include <random>
@@ -219,6 +220,123 @@ BOOST_AUTO_TEST_CASE(use_task_awaits_an_asio_awaitable_via_co_spawn) {
         ex, []() -> asio::awaitable<int> { co_return 9; }, coral::use_task);
   };
   BOOST_TEST(coral::sync_wait(t()) == 9);
+}
+
+namespace {
+
+asio::awaitable<int> legacy_value(int v) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, 1ms);
+  co_await timer.async_wait(asio::use_awaitable);
+  co_return v;
+}
+asio::awaitable<int> legacy_failure() {
+  co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  throw std::runtime_error("legacy failed");
+}
+asio::awaitable<void> legacy_sleeper(std::shared_ptr<std::promise<void>> started) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, 1h);
+  started->set_value();
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+coral::task<int> coral_value(int v) {
+  co_await coral::sleep_for(1ms);
+  co_return v;
+}
+coral::task<int, coral::pool_executor> coral_on_pool(int v) {
+  co_return v;
+}
+coral::task<> coral_void() {
+  co_await coral::sleep_for(1ms);
+}
+coral::task<> coral_failure() {
+  co_await coral::yield();
+  throw std::runtime_error("coral failed");
+}
+coral::task<int> coral_value_failure() {
+  co_await coral::yield();
+  throw std::runtime_error("coral value failed");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_task_awaits_an_asio_awaitable_directly) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, [&loop]() -> coral::task<std::string> {
+    const int v = co_await legacy_value(5);
+    std::string log = std::to_string(v) + (std::this_thread::get_id() == loop.thread_id() ? " loop" : " elsewhere");
+    try {
+      co_await legacy_failure();
+    } catch (const std::runtime_error& e) {
+      log += std::string(" ") + e.what();
+    }
+    co_return log;
+  });
+  BOOST_TEST(get_within(std::move(j)) == "5 loop legacy failed");
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_task_reaches_the_asio_awaitable_it_awaits) {
+  coral::event_loop loop;
+  auto started = std::make_shared<std::promise<void>>();
+  auto j = coral::spawn(loop, [started]() -> coral::task<> { co_await legacy_sleeper(started); });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
+  asio::thread_pool pool(2);
+  auto strand = asio::make_strand(pool.get_executor());
+  auto body = [strand]() -> asio::awaitable<std::string> {
+    co_await coral_void();
+    std::string log = strand.running_in_this_thread() ? "strand" : "elsewhere";
+    const int a = co_await coral::as_awaitable(coral_value(1));
+    log += " " + std::to_string(a) + (strand.running_in_this_thread() ? " strand" : " elsewhere");
+    const int b = co_await coral::as_awaitable(coral_on_pool(2));
+    log += " " + std::to_string(b) + (strand.running_in_this_thread() ? " strand" : " elsewhere");
+    try {
+      co_await coral_failure();
+    } catch (const std::runtime_error& e) {
+      log += std::string(" ") + e.what();
+    }
+    try {
+      co_await coral::as_awaitable(coral_value_failure());
+    } catch (const std::runtime_error& e) {
+      log += std::string(" ") + e.what();
+    }
+    co_return log;
+  };
+  auto f = asio::co_spawn(strand, body(), asio::use_future);
+  BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
+  BOOST_TEST(f.get() == "strand 1 strand 2 strand coral failed coral value failed");
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_an_asio_awaitable_reaches_the_coral_task_it_awaits) {
+  coral::event_loop loop;
+  asio::cancellation_signal signal;
+  auto aborted = std::make_shared<std::promise<std::string>>();
+  auto started = std::make_shared<std::promise<void>>();
+  asio::co_spawn(
+      loop.get_executor(),
+      [started]() -> asio::awaitable<void> {
+        co_await [](auto started) -> coral::task<> {
+          started->set_value();
+          co_await coral::sleep_for(1h);
+        }(started);
+      },
+      asio::bind_cancellation_slot(signal.slot(), [aborted](std::exception_ptr e) {
+        try {
+          if (e) std::rethrow_exception(e);
+          aborted->set_value("finished");
+        } catch (const boost::system::system_error& error) {
+          aborted->set_value(error.code() == asio::error::operation_aborted ? "aborted" : error.what());
+        }
+      }));
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  asio::post(loop.get_executor(), [&signal] { signal.emit(asio::cancellation_type::terminal); });
+  auto f = aborted->get_future();
+  BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
+  BOOST_TEST(f.get() == "aborted");
 }
 
 BOOST_AUTO_TEST_CASE(a_generic_awaiter_resumed_from_another_thread_continues_on_the_executor) {

@@ -4,6 +4,7 @@
 #include "coral/as_awaiter.hpp"
 #include "coral/async_generator.hpp"
 #include "coral/async_mutex.hpp"
+#include "coral/awaitable_interop.hpp"
 #include "coral/awaitable_operators.hpp"
 #include "coral/awaiter.hpp"
 #include "coral/channel.hpp"

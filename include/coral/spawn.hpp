@@ -61,15 +61,6 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
   }
 }
 
-template <class T>
-struct spawn_signature {
-  using type = void(std::exception_ptr, T);
-};
-template <>
-struct spawn_signature<void> {
-  using type = void(std::exception_ptr);
-};
-
 // Installed in the completion handler's cancellation slot: emitting it cancels the task, as with
 // asio::co_spawn (so spawned tasks work in asio::experimental::parallel_group and the like).
 template <class T>
@@ -203,6 +194,34 @@ auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
   return asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
       detail::initiate_spawn{}, token, detail::erase_executor(detail::executor_of(executor)),
       std::decay_t<Source>(std::forward<Source>(source)), observed);
+}
+
+namespace detail {
+
+template <class Handler>
+inline constexpr bool is_awaitable_op_handler_v = false;
+template <class Signature, class Executor>
+inline constexpr bool is_awaitable_op_handler_v<asio::detail::awaitable_async_op_handler<Signature, Executor>> = true;
+
+}  // namespace detail
+
+template <class T, class Executor>
+template <class CompletionToken>
+requires asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
+auto task<T, Executor>::operator()(CompletionToken&& token) && {
+  return asio::async_initiate<CompletionToken, detail::spawn_signature_t<T>>(
+      [](auto handler, task t) {
+        // Boost 1.81 cannot resume an asio::awaitable from an operation whose signature is
+        // void(std::exception_ptr, T): awaitable_async_op_handler<R(std::exception_ptr, T)>::resume
+        // dereferences its result struct (boost/asio/impl/awaitable.hpp:956) and does not compile.
+        static_assert(std::is_void_v<T> || !detail::is_awaitable_op_handler_v<decltype(handler)>,
+                      "coral: with Boost 1.81, an asio::awaitable awaits a task<T> that returns a value through "
+                      "coral::as_awaitable: `T v = co_await coral::as_awaitable(coral_task());` (task<void> needs "
+                      "no wrapper)");
+        auto executor = asio::get_associated_executor(handler);
+        detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t), true);
+      },
+      token, std::move(*this));
 }
 
 }  // namespace coral

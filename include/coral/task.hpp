@@ -2,6 +2,7 @@
 
 #include <concepts>
 #include <coroutine>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -12,6 +13,22 @@
 #include "coral/detail/promise.hpp"
 
 namespace coral {
+
+namespace detail {
+
+// The completion signature of a task as an asynchronous operation (spawn with a token).
+template <class T>
+struct spawn_signature {
+  using type = void(std::exception_ptr, T);
+};
+template <>
+struct spawn_signature<void> {
+  using type = void(std::exception_ptr);
+};
+template <class T>
+using spawn_signature_t = typename spawn_signature<T>::type;
+
+}  // namespace detail
 
 // A lazy, move-only coroutine. Nothing runs until the task is awaited (`co_await t`) inside
 // another task or started with spawn()/sync_wait(). Its result, or its exception, goes to whoever
@@ -56,6 +73,14 @@ class [[nodiscard]] task {
                   "together (co_await them); valid() says whether a task holds a coroutine");
     return false;
   }
+
+  // An asynchronous operation to Asio: `co_await coral_task()` inside an asio::awaitable (or
+  // `std::move(t)(token)` with any completion token) spawns the task on the token's associated
+  // executor, with signature void(std::exception_ptr, T) (void(std::exception_ptr) for void); the
+  // token's cancellation slot cancels the task. Defined in spawn.hpp.
+  template <class CompletionToken>
+  requires asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
+  auto operator()(CompletionToken&& token) &&;
 
   // Gives up ownership of the coroutine frame (for the runtime).
   handle_type release() noexcept { return std::exchange(frame_, nullptr); }

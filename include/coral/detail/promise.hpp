@@ -34,6 +34,11 @@ template <class T, class E>
 inline constexpr bool is_task_v<task<T, E>> = true;
 
 template <class T>
+inline constexpr bool is_asio_awaitable_v = false;
+template <class T, class E>
+inline constexpr bool is_asio_awaitable_v<asio::awaitable<T, E>> = true;
+
+template <class T>
 inline constexpr bool is_duration_v = false;
 template <class Rep, class Period>
 inline constexpr bool is_duration_v<std::chrono::duration<Rep, Period>> = true;
@@ -119,6 +124,13 @@ class promise_base {
       return executor_awaiter{context_->executor()};
     } else if constexpr (requires { typename D::coral_awaitable; }) {
       return awaiter_ref<D>{awaitable};
+    } else if constexpr (is_asio_awaitable_v<D>) {
+      // `co_await legacy()` of an asio::awaitable: it runs on the task's executor (co_spawn), its
+      // exception propagates and the task's cancellation reaches it.
+      static_assert(std::is_convertible_v<asio::any_io_executor, typename D::executor_type>,
+                    "coral: an asio::awaitable awaited in a task must use asio::any_io_executor (the task's executor "
+                    "type); else co_await asio::co_spawn(its_executor, std::move(a), coral::use_task)");
+      return asio::co_spawn(context_->executor(), std::move(awaitable), use_task);
     } else if constexpr (asio::is_deferred<D>::value) {
       // `co_await timer.async_wait(asio::deferred)`, or a composed deferred operation.
       return std::move(awaitable)(use_task);
