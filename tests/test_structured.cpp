@@ -724,7 +724,7 @@ void cancellation_through_the_token_reaches_every_child_of_a_join(asio::cancella
       BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
       asio::post(owner.get_executor(), [&signal, type] { signal.emit(type); });
       auto f = outcome.get_future();
-      const bool arrived = f.wait_for(std::chrono::seconds(3)) == std::future_status::ready;
+      const bool arrived = f.wait_for(patience) == std::future_status::ready;
       BOOST_REQUIRE(arrived);
       BOOST_TEST((f.get() == asio::error::operation_aborted));
       BOOST_TEST(aborted->load() == 2);
