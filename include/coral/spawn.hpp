@@ -91,7 +91,7 @@ void dispatch_with(const Executor& executor, const Allocator& allocator, F&& f) 
 
 struct initiate_spawn {
   template <class Handler, class Source>
-  void operator()(Handler handler, asio::any_io_executor executor, Source source, bool observed) const {
+  void operator()(Handler handler, asio::any_io_executor executor, Source source) const {
     using T = typename task_of_t<Source>::value_type;
     auto slot = asio::get_associated_cancellation_slot(handler);
     auto* state = make_root(executor, std::move(source), slot.is_connected());
@@ -108,13 +108,15 @@ struct initiate_spawn {
     // handler's associated allocator, as for any Asio operation.
     auto allocator = asio::get_associated_allocator(handler);
     state->when_done(
-        [handler = std::move(handler), work = std::move(work), gate = std::move(gate), observed, slot,
+        [handler = std::move(handler), work = std::move(work), gate = std::move(gate), slot,
          allocator](job_state<T>& s) mutable {
-          if (observed) s.mark_observed();
+          // The handler observes the outcome, even asio::detached, which asks for it to be
+          // dropped (silent, as co_spawn's).
+          s.mark_observed();
           std::exception_ptr error;
           if (s.result().has_exception()) {
             // Handed over, not shared, when the handler observes it (see task_result::release).
-            error = observed ? std::exchange(s.result().exception_ref(), nullptr) : s.result().exception();
+            error = std::exchange(s.result().exception_ref(), nullptr);
           }
           std::conditional_t<std::is_void_v<T>, std::monostate, T> value{};
           if constexpr (!std::is_void_v<T>) {
@@ -184,16 +186,16 @@ job<T> spawn(task<T, Executor> t) {
 // As asio::co_spawn: starts `source` and delivers its outcome to `token` with signature
 // void(std::exception_ptr, T) (void(std::exception_ptr) for void tasks). The handler runs on
 // its associated executor, by default `executor`; emitting its associated cancellation slot
-// cancels the task. With asio::detached, an exception is reported on stderr rather than lost.
+// cancels the task. With asio::detached, the outcome is dropped, exceptions too (as co_spawn's);
+// a task whose exception must not go unnoticed is spawned without a token, or with a handler.
 template <class Executor, detail::task_source Source, class CompletionToken>
 requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
   using T = typename detail::task_of_t<Source>::value_type;
-  constexpr bool observed = !std::is_same_v<std::decay_t<CompletionToken>, asio::detached_t>;
   return asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
       detail::initiate_spawn{}, token, detail::erase_executor(detail::executor_of(executor)),
-      std::decay_t<Source>(std::forward<Source>(source)), observed);
+      std::decay_t<Source>(std::forward<Source>(source)));
 }
 
 namespace detail {
@@ -219,7 +221,7 @@ auto task<T, Executor>::operator()(CompletionToken&& token) && {
                       "coral::as_awaitable: `T v = co_await coral::as_awaitable(coral_task());` (task<void> needs "
                       "no wrapper)");
         auto executor = asio::get_associated_executor(handler);
-        detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t), true);
+        detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t));
       },
       token, std::move(*this));
 }
