@@ -541,3 +541,36 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_even_on_awaitables_that_are_ready_at
   j.cancel();
   BOOST_TEST(get_within(j) == "future aborted;ready foreign aborted");
 }
+
+BOOST_AUTO_TEST_CASE(asio_this_coro_cancellation_helpers_work_in_a_task) {
+  coral::event_loop loop;
+  coral::channel<int> never;
+  auto started = std::make_shared<std::promise<void>>();
+  auto j = coral::spawn(loop, [&never, started]() -> coral::task<std::string> {
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation(),
+                                                       asio::enable_terminal_cancellation());
+    co_await asio::this_coro::reset_cancellation_state();
+    co_await asio::this_coro::throw_if_cancelled(true);
+    std::string log = (co_await asio::this_coro::throw_if_cancelled()) ? "throws" : "?";
+    auto state = co_await asio::this_coro::cancellation_state;
+    log += state.cancelled() == asio::cancellation_type::none ? " not-cancelled" : " ?";
+    try {
+      started->set_value();
+      co_await never.receive();
+    } catch (const boost::system::system_error&) {
+      log += " aborted";
+    }
+    state = co_await asio::this_coro::cancellation_state;
+    log += state.cancelled() != asio::cancellation_type::none ? " cancelled" : " ?";
+    try {
+      co_await asio::this_coro::throw_if_cancelled(false);
+    } catch (const std::logic_error&) {
+      log += " refused";
+    }
+    co_return log;
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_TEST(get_within(std::move(j)) == "throws not-cancelled aborted cancelled refused");
+}

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <coroutine>
 #include <exception>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -80,6 +81,48 @@ bool start_inline(std::coroutine_handle<Promise> child) {
   return mark.completed;
 }
 
+template <class D>
+inline constexpr bool is_reset_cancellation_v = std::is_same_v<D, asio::this_coro::reset_cancellation_state_0_t>;
+template <class F>
+inline constexpr bool is_reset_cancellation_v<asio::this_coro::reset_cancellation_state_1_t<F>> = true;
+template <class F, class G>
+inline constexpr bool is_reset_cancellation_v<asio::this_coro::reset_cancellation_state_2_t<F, G>> = true;
+
+template <class D>
+inline constexpr bool is_this_coro_cancellation_v =
+    std::is_same_v<D, asio::this_coro::cancellation_state_t> ||
+    std::is_same_v<D, asio::this_coro::throw_if_cancelled_0_t> ||
+    std::is_same_v<D, asio::this_coro::throw_if_cancelled_1_t> || is_reset_cancellation_v<D>;
+
+// A value available at once (co_await does not suspend).
+template <class T>
+struct ready_value {
+  T value;
+  bool await_ready() const noexcept { return true; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  T await_resume() { return std::move(value); }
+};
+template <>
+struct ready_value<void> {
+  bool await_ready() const noexcept { return true; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  void await_resume() const noexcept {}
+};
+
+// What `co_await asio::this_coro::cancellation_state` gives in a task: whether it is cancelled.
+class task_cancellation_state {
+ public:
+  explicit task_cancellation_state(const task_context* context) noexcept : context_(context) {}
+  // asio::cancellation_type::terminal once the task is cancelled (coral does not tell the types
+  // apart after the fact), else none.
+  asio::cancellation_type cancelled() const noexcept {
+    return context_->cancelled() ? asio::cancellation_type::terminal : asio::cancellation_type::none;
+  }
+
+ private:
+  const task_context* context_;
+};
+
 class promise_base {
  public:
   static void* operator new(std::size_t size) { return allocate_frame(size); }
@@ -122,6 +165,8 @@ class promise_base {
       return sleep_awaiter::after(awaitable);
     } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
       return executor_awaiter{context_->executor()};
+    } else if constexpr (is_this_coro_cancellation_v<D>) {
+      return this_coro_cancellation(awaitable);
     } else if constexpr (requires { typename D::coral_awaitable; }) {
       return awaiter_ref<D>{awaitable};
     } else if constexpr (is_asio_awaitable_v<D>) {
@@ -154,6 +199,30 @@ class promise_base {
   }
 
  private:
+  // asio::this_coro's cancellation helpers, with coral's level-triggered model: a cancelled task
+  // stays cancelled and every suspension point throws operation_aborted (see cancellation.md).
+  template <class D>
+  auto this_coro_cancellation(const D& request) {
+    namespace this_coro = asio::this_coro;
+    if constexpr (std::is_same_v<D, this_coro::cancellation_state_t>) {
+      return ready_value<task_cancellation_state>{task_cancellation_state(context_)};
+    } else if constexpr (std::is_same_v<D, this_coro::throw_if_cancelled_0_t>) {
+      return ready_value<bool>{true};
+    } else if constexpr (std::is_same_v<D, this_coro::throw_if_cancelled_1_t>) {
+      if (!request.value) {
+        throw std::logic_error(
+            "coral: a task always throws operation_aborted at its suspension points once cancelled "
+            "(this_coro::throw_if_cancelled(false) cannot be honoured); run what must not be interrupted in "
+            "coral::non_cancellable(...)");
+      }
+      return ready_value<void>{};
+    } else {
+      // reset_cancellation_state(...): coral tasks take every cancellation type and have no
+      // filters to set; the reset does not un-cancel a cancelled task.
+      return ready_value<void>{};
+    }
+  }
+
   struct executor_awaiter {
     const asio::any_io_executor& executor;
     bool await_ready() const noexcept { return true; }
