@@ -1,9 +1,12 @@
 #define BOOST_TEST_MODULE coral async_generator
 #include <boost/asio/steady_timer.hpp>
 #include <boost/test/unit_test.hpp>
+#include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "test_support.hpp"
@@ -193,6 +196,37 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_generator_waiting_when_its_consumers_context_is_
   BOOST_TEST(lifetime::alive == 0);
   BOOST_TEST(!ch.try_send(1));  // nobody waits any more
   BOOST_TEST((failure_of(*j) == asio::error::operation_aborted));
+}
+
+using destroyable_places = std::tuple<on_event_loop, on_io_context_2_threads, on_thread_pool, on_pool_strand>;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_generator_may_outlive_the_context_of_its_consumer, Place, destroyable_places) {
+  // Declared before the context, destroyed after it, while the body waits (in a sleep, then in a
+  // timer of its own): the body's frame must go with the consumer's, while the timer service lives.
+  for (const bool own_timer : {false, true}) {
+    coral::async_generator<lifetime> g;
+    std::optional<coral::job<>> j;
+    auto waiting = std::make_shared<std::promise<void>>();
+    {
+      Place place;
+      g = [](bool own_timer, std::shared_ptr<std::promise<void>> waiting) -> coral::async_generator<lifetime> {
+        lifetime local;
+        waiting->set_value();
+        if (own_timer) {
+          asio::steady_timer timer(co_await asio::this_coro::executor, 1h);
+          co_await timer.async_wait(coral::use_task);
+        } else {
+          co_await coral::sleep_for(1h);
+        }
+        co_yield lifetime();
+      }(own_timer, waiting);
+      j = coral::spawn(place.get_executor(), [&g]() -> coral::task<> { co_await g.next(); });
+      BOOST_REQUIRE(waiting->get_future().wait_for(patience) == std::future_status::ready);
+    }
+    BOOST_TEST(lifetime::alive == 0);
+    BOOST_TEST(!g);
+    BOOST_TEST((failure_of(*j) == asio::error::operation_aborted));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(transforms_pull_only_what_is_asked_for) {

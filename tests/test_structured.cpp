@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE coral structured concurrency
+#include <array>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/strand.hpp>
@@ -583,6 +584,52 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(selects_over_channels_that_are_always_ready_serve_
   BOOST_TEST(std::is_sorted(from_first.begin(), from_first.end()));
   BOOST_TEST(std::is_sorted(from_second.begin(), from_second.end()));
   BOOST_TEST(first.size() + second.size() == 64u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(selects_that_alternate_on_a_thread_serve_every_channel, Place, places) {
+  // Two selects of the same argument types taking turns (in one loop, and in two tasks that yield
+  // between selects): a start position shared by the selects of a thread would make each of them
+  // start at the same branch every time and starve the other channel.
+  Place place;
+  constexpr int rounds = 200;
+  coral::channel<int> a(coral::unlimited), b(coral::unlimited), c(coral::unlimited), d(coral::unlimited),
+      e(coral::unlimited), f(coral::unlimited);
+  for (int i = 0; i < 2 * rounds; ++i) {
+    for (auto* ch : {&a, &b, &c, &d, &e, &f}) BOOST_REQUIRE(ch->try_send(i));
+  }
+  using counts = std::array<int, 2>;
+  auto alternating = coral::spawn(place.get_executor(), [&]() -> coral::task<std::pair<counts, counts>> {
+    counts ab{}, cd{};
+    for (int i = 0; i < rounds; ++i) {
+      const auto from_ab = co_await coral::when_any(a.receive(), b.receive());
+      ++ab[from_ab.index()];
+      const auto from_cd = co_await coral::when_any(c.receive(), d.receive());
+      ++cd[from_cd.index()];
+    }
+    co_return std::pair(ab, cd);
+  });
+  const auto [ab, cd] = get_within(std::move(alternating));
+  auto two_tasks = [&](coral::channel<int>& x, coral::channel<int>& y) {
+    auto one = [&]() -> coral::task<counts> {
+      counts n{};
+      for (int i = 0; i < rounds; ++i) {
+        const auto r = co_await coral::when_any(x.receive(), y.receive());
+        ++n[r.index()];
+        co_await coral::yield();
+      }
+      co_return n;
+    };
+    auto first = coral::spawn(place.get_executor(), one);
+    auto second = coral::spawn(place.get_executor(), one);
+    return std::pair(get_within(std::move(first)), get_within(std::move(second)));
+  };
+  const auto [first, second] = two_tasks(e, f);
+  // Each branch wins about half of the time; 40 of 200 is far outside any fair outcome.
+  for (const counts& n : {ab, cd, first, second}) {
+    BOOST_TEST(n[0] + n[1] == rounds);
+    BOOST_TEST(n[0] >= 40);
+    BOOST_TEST(n[1] >= 40);
+  }
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_task_selecting_over_a_ready_channel_takes_nothing, Place, places) {

@@ -38,9 +38,10 @@ namespace coral {
 // - Transforms (map, filter, take) take the generator over (call them on an rvalue) and return a
 //   new async generator pulling from it, in the consumer's task. take(n) stops pulling after n
 //   values: the upstream never computes one nobody asked for.
-// - Destroying an unfinished async generator destroys its frame without running it further (at a
-//   co_yield, or inside a wait when the consumer's own frame is being destroyed, e.g. at its
-//   context's shutdown).
+// - Destroying an unfinished async generator destroys its frame without running it further.
+// - If the consumer's frame is destroyed while the body runs for it (the consumer's context shut
+//   down while the body waited), the body's frame is destroyed with it, at that moment, while the
+//   services its waits use still exist: the generator may outlive that context (it is then empty).
 // - A default-constructed or moved-from async generator is empty; awaiting its next() throws
 //   std::logic_error.
 //
@@ -127,7 +128,7 @@ class [[nodiscard]] async_generator {
 
   // `co_await g.next()` in a coral task: the next value, or nullopt once the body has returned.
   class next_awaiter;
-  next_awaiter next() noexcept { return next_awaiter(frame_); }
+  next_awaiter next() noexcept { return next_awaiter(*this); }
 
   // map: an async_generator<U> of f(x), U being what f returns.
   template <class F>
@@ -177,27 +178,38 @@ class async_generator<T>::next_awaiter {
  public:
   using coral_awaitable = void;
 
+  // The consumer's frame is being destroyed while the body runs for it: the body can never hand a
+  // value over. It ends now, not when the generator goes (maybe after the context its waits use).
+  ~next_awaiter() {
+    if (in_flight_) owner_->reset();
+  }
+
   bool await_ready() const {
-    if (!frame_) throw std::logic_error("coral: next() of an empty async_generator (moved from)");
-    return frame_.done();
+    if (!owner_->frame_) throw std::logic_error("coral: next() of an empty async_generator (moved from)");
+    return owner_->frame_.done();
   }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> consumer) {
     task_context& context = consumer.promise().context();
     context.throw_if_cancelled();
-    frame_.promise().run_inline(context, consumer);
-    return !detail::start_inline(frame_);
+    owner_->frame_.promise().run_inline(context, consumer);
+    in_flight_ = true;
+    return !detail::start_inline(owner_->frame_);
   }
 
-  std::optional<T> await_resume() { return frame_.promise().take(frame_.done()); }
+  std::optional<T> await_resume() {
+    in_flight_ = false;
+    return owner_->frame_.promise().take(owner_->frame_.done());
+  }
 
  private:
   friend async_generator;
-  explicit next_awaiter(handle_type frame) noexcept : frame_(frame) {}
+  explicit next_awaiter(async_generator& owner) noexcept : owner_(&owner) {}
   using task_context = detail::task_context;
 
-  handle_type frame_;
+  async_generator* owner_;
+  bool in_flight_ = false;
 };
 
 template <class T>

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <concepts>
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -93,6 +95,19 @@ class when_any_vector_awaiter : public vector_join_awaiter<join_kind::first_end,
   }
 };
 
+// Where a select's first pass starts among its n ready-to-try operations: random per call, as Go's
+// select, so that no interleaving of selects on a thread (two tasks, or two selects in one loop)
+// makes one always-ready channel lose every time. A counter would be shared by every select of the
+// thread and alternate between them.
+inline std::size_t select_start(std::size_t n) noexcept {
+  static std::atomic<std::uint64_t> seeds{0x9e3779b97f4a7c15u};
+  thread_local std::uint64_t state = seeds.fetch_add(0x9e3779b97f4a7c15u, std::memory_order_relaxed) | 1u;
+  state ^= state << 13;  // xorshift64
+  state ^= state >> 7;
+  state ^= state << 17;
+  return static_cast<std::size_t>(((state >> 32) * n) >> 32);
+}
+
 // A channel operation a select can attempt before anything waits.
 template <class A>
 concept pollable = requires(A& a, task_context& waker) {
@@ -160,8 +175,7 @@ class select_awaiter {
 
   template <std::size_t... I>
   bool poll(task_context& context, std::index_sequence<I...>) {
-    static thread_local std::size_t rotation = 0;
-    const std::size_t first = rotation++;
+    const std::size_t first = select_start(pollable_positions.size());
     for (std::size_t k = 0; k < pollable_positions.size(); ++k) {
       const std::size_t i = pollable_positions[(first + k) % pollable_positions.size()];
       if (((I == i && poll_one<I>(context)) || ...)) {
