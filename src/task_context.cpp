@@ -9,6 +9,12 @@
 
 namespace coral::detail {
 
+#if defined(BOOST_ASIO_ENABLE_HANDLER_TRACKING)
+extern const int coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING = 1;
+#else
+extern const int coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING = 1;
+#endif
+
 namespace {
 
 // The service coral adds to every execution context it runs tasks on: it owns the context's gate

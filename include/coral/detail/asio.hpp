@@ -23,3 +23,22 @@
 namespace coral {
 namespace asio = boost::asio;
 }  // namespace coral
+
+namespace coral::detail {
+
+// Asio's handler tracking changes the layout of its classes: a program must define
+// BOOST_ASIO_ENABLE_HANDLER_TRACKING everywhere or nowhere, coral's compiled part included. Each
+// translation unit using coral refers to the mark of its own setting, which only a library built
+// with the same setting defines: a mismatch is a link error naming the cause, not a corrupted
+// scheduler at run time.
+#if defined(BOOST_ASIO_ENABLE_HANDLER_TRACKING)
+extern const int coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
+[[gnu::used]] inline const int* const asio_configuration_mark =
+    &coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
+#else
+extern const int coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
+[[gnu::used]] inline const int* const asio_configuration_mark =
+    &coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
+#endif
+
+}  // namespace coral::detail
