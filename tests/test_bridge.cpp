@@ -311,6 +311,39 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
   BOOST_TEST(f.get() == "strand 1 strand 2 strand coral failed coral value failed");
 }
 
+BOOST_AUTO_TEST_CASE(an_asio_awaitable_waiting_on_a_task_elsewhere_may_have_its_context_destroyed) {
+  // The awaitable's completion handler must go with its io_context (destroying it posts to the
+  // context), not when the task on the pool ends afterwards.
+  for (int round = 0; round < 20; ++round) {
+    coral::event release;
+    auto waiting = std::make_shared<std::promise<void>>();
+    auto far = [](coral::event& release,
+                  std::shared_ptr<std::promise<void>> waiting) -> coral::task<int, coral::pool_executor> {
+      waiting->set_value();
+      co_await release.wait();
+      co_return 1;
+    };
+    {
+      asio::io_context ctx(1);
+      asio::co_spawn(
+          ctx,
+          [&]() -> asio::awaitable<void> {
+            if (round % 2) {
+              co_await coral::as_awaitable(far(release, waiting));
+            } else {
+              co_await [](coral::task<int, coral::pool_executor> t) -> coral::task<void, coral::pool_executor> {
+                co_await std::move(t);
+              }(far(release, waiting));
+            }
+          },
+          asio::detached);
+      auto waits = waiting->get_future();
+      while (waits.wait_for(0s) != std::future_status::ready) ctx.run_one_for(patience);
+    }               // destroyed while the awaitable waits
+    release.set();  // the task ends now, its context's completion finds the handler gone
+  }
+}
+
 BOOST_AUTO_TEST_CASE(cancelling_an_asio_awaitable_reaches_the_coral_task_it_awaits) {
   coral::event_loop loop;
   asio::cancellation_signal signal;

@@ -1,5 +1,6 @@
 #define BOOST_TEST_MODULE coral awaitable operators
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/test/unit_test.hpp>
 #include <stdexcept>
 #include <string>
@@ -97,6 +98,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(or_ends_with_the_first_operand_to_end_even_a_failu
                         [aborted]() -> coral::task<> { co_await (sleeper(aborted) || failing_after(1ms)); });
   BOOST_CHECK_THROW(get_within(std::move(j)), std::runtime_error);
   BOOST_TEST(aborted->load() == 1);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(or_over_asio_operations_cancels_the_loser_as_asio_does, Place, places) {
+  // The Asio idiom `op(use_awaitable) || timer.async_wait(use_awaitable)`, with use_task.
+  Place place;
+  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::pair<std::size_t, bool>> {
+    auto ex = co_await coral::this_task::executor;
+    asio::steady_timer slow(ex, std::chrono::hours(1)), fast(ex, 1ms);
+    auto won = co_await (slow.async_wait(coral::use_task) || fast.async_wait(coral::use_task));
+    // The loser's wait was cancelled and has ended: its timer has no wait pending.
+    co_return std::pair(won.index(), slow.cancel() == 0);
+  });
+  const auto [index, loser_ended] = get_within(std::move(j));
+  BOOST_TEST(index == 1u);
+  BOOST_TEST(loser_ended);
+}
+
+asio::awaitable<int> legacy_value(int v) {
+  co_return v;
+}
+
+BOOST_AUTO_TEST_CASE(operators_mix_tasks_and_asio_awaitables) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::tuple<int, int, std::size_t>> {
+    auto [a, b] = co_await (value_after(1ms, 1) && legacy_value(2));
+    auto raced = co_await (legacy_value(3) || value_after(std::chrono::hours(1), 4));
+    co_return std::tuple(a, b, raced.index());
+  });
+  const auto [a, b, index] = get_within(std::move(j));
+  BOOST_TEST(a == 1);
+  BOOST_TEST(b == 2);
+  BOOST_TEST(index == 0u);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(or_over_channel_operations_is_a_lossless_select, Place, places) {

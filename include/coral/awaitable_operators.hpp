@@ -20,6 +20,8 @@ namespace coral {
 //   co_await (a() && b());          // when_all: both run; the first failure cancels the other
 //   co_await (a() || b());          // when_any: the first to end wins; the loser is cancelled
 //   co_await (ch.receive() || 5s);  // a lossless select, as when_any
+//   co_await (sock.async_read_some(buf, use_task) || timer.async_wait(use_task));  // the loser is cancelled
+//   co_await (coral_task() && legacy_awaitable());                                  // mixed, while migrating
 //
 // Each returns a task (so operators chain) that runs where it is awaited. Results are flattened
 // as Asio flattens them: `void && void` is void, `T && void` and `void && T` are T, `T && U` is
@@ -49,8 +51,42 @@ concept coral_operand = is_task_v<std::remove_cvref_t<A>> || requires {
   typename std::remove_cvref_t<A>::coral_awaitable;
 };
 
+// What an operator accepts: what when_all accepts, and asio::awaitable (code being migrated mixes
+// the two).
 template <class A>
-using operand_value_t = typename join_task_t<A>::value_type;
+concept operator_operand = join_argument<A> || is_asio_awaitable_v<std::remove_cvref_t<A>>;
+
+template <class T, class E>
+task<T> awaitable_task(asio::awaitable<T, E> a) {
+  co_return co_await std::move(a);
+}
+
+// An operand as an argument of when_all: an asio::awaitable in a task of its own, the rest as is.
+template <class A>
+decltype(auto) join_operand(A&& a) {
+  if constexpr (is_asio_awaitable_v<std::remove_cvref_t<A>>) {
+    return awaitable_task(std::forward<A>(a));
+  } else {
+    return std::forward<A>(a);
+  }
+}
+
+// As an argument of when_any: also an operation that cannot take part in a race as such (an Asio
+// operation awaited with use_task, say: `t1.async_wait(use_task) || t2.async_wait(use_task)`) in a
+// task of its own, which the race cancels if it loses, as Asio's `||` does.
+template <class A>
+decltype(auto) race_operand(A&& a) {
+  if constexpr (is_asio_awaitable_v<std::remove_cvref_t<A>>) {
+    return awaitable_task(std::forward<A>(a));
+  } else if constexpr (race_argument<A>) {
+    return std::forward<A>(a);
+  } else {
+    return as_join_task(std::forward<A>(a));
+  }
+}
+
+template <class A>
+using operand_value_t = typename join_task_t<decltype(join_operand(std::declval<A>()))>::value_type;
 
 template <class L, class R>
 auto and_result() {
@@ -84,7 +120,7 @@ template <class Result, class L, class R>
 task<Result> all_of(L l, R r) {
   using lv = operand_value_t<L>;
   using rv = operand_value_t<R>;
-  auto [x, y] = co_await when_all(std::move(l), std::move(r));
+  auto [x, y] = co_await when_all(join_operand(std::move(l)), join_operand(std::move(r)));
   if constexpr (std::is_void_v<Result>) {
     co_return;
   } else if constexpr (std::is_void_v<rv>) {
@@ -109,7 +145,7 @@ Result widen(V&& v, std::index_sequence<I...>) {
 template <class Result, class L, class R>
 task<Result> any_of(L l, R r) {
   using lv = operand_value_t<L>;
-  auto won = co_await when_any(std::move(l), std::move(r));
+  auto won = co_await when_any(race_operand(std::move(l)), race_operand(std::move(r)));
   constexpr std::size_t last = std::variant_size_v<Result> - 1;
   if (won.index() == 1) co_return Result(std::in_place_index<last>, std::get<1>(std::move(won)));
   if constexpr (is_variant_v<lv>) {
@@ -123,14 +159,14 @@ task<Result> any_of(L l, R r) {
 
 template <class L, class R>
 requires(detail::coral_operand<L> || detail::coral_operand<R>) &&
-    detail::join_argument<L>&& detail::join_argument<R> auto operator&&(L&& l, R&& r) {
+    detail::operator_operand<L>&& detail::operator_operand<R> auto operator&&(L&& l, R&& r) {
   using result = detail::and_result_t<detail::operand_value_t<L>, detail::operand_value_t<R>>;
   return detail::all_of<result, std::remove_cvref_t<L>, std::remove_cvref_t<R>>(std::forward<L>(l), std::forward<R>(r));
 }
 
 template <class L, class R>
 requires(detail::coral_operand<L> || detail::coral_operand<R>) &&
-    detail::race_argument<L>&& detail::race_argument<R> auto operator||(L&& l, R&& r) {
+    detail::operator_operand<L>&& detail::operator_operand<R> auto operator||(L&& l, R&& r) {
   using result = detail::or_result_t<detail::operand_value_t<L>, detail::operand_value_t<R>>;
   return detail::any_of<result, std::remove_cvref_t<L>, std::remove_cvref_t<R>>(std::forward<L>(l), std::forward<R>(r));
 }

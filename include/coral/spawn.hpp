@@ -1,12 +1,16 @@
 #pragma once
 
+#include <atomic>
 #include <boost/asio/bind_allocator.hpp>
 #include <exception>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
+#include "coral/detail/context_gate.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/job_state.hpp"
 #include "coral/job.hpp"
@@ -89,6 +93,72 @@ void dispatch_with(const Executor& executor, const Allocator& allocator, F&& f) 
   }
 }
 
+// A spawn's completion handler while its task runs: a member of the gate of the handler's context.
+// Whoever claims it first has the handler: the task's end (which dispatches it), or that context's
+// shutdown (which destroys it then, while the context exists: destroying a handler may post to
+// its executor, as an asio::awaitable's does). Allocated with the handler's allocator.
+template <class Handler, class Work, class Allocator>
+class pending_completion final : public gate_member {
+ public:
+  pending_completion(Handler h, Work w, const Allocator& a)
+      : handler(std::move(h)), work(std::move(w)), allocator_(a) {}
+
+  std::optional<Handler> handler;
+  std::optional<Work> work;
+
+  void abandon() noexcept override {
+    handler.reset();
+    work.reset();
+  }
+  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    rebound a(allocator_);
+    std::allocator_traits<rebound>::destroy(a, this);
+    std::allocator_traits<rebound>::deallocate(a, this, 1);
+  }
+
+  static pending_completion* make(Handler h, Work w, const Allocator& allocator) {
+    rebound a(allocator);
+    auto* p = std::allocator_traits<rebound>::allocate(a, 1);
+    try {
+      std::allocator_traits<rebound>::construct(a, p, std::move(h), std::move(w), allocator);
+    } catch (...) {
+      std::allocator_traits<rebound>::deallocate(a, p, 1);
+      throw;
+    }
+    return p;
+  }
+
+ private:
+  using rebound = typename std::allocator_traits<Allocator>::template rebind_alloc<pending_completion>;
+  std::atomic<int> refs_{1};
+  Allocator allocator_;
+};
+
+// The task's reference to its pending completion: if the task goes without ending (its own
+// context shut down), the handler is destroyed here, unless that of the handler's context has.
+template <class Pending>
+class pending_reference {
+ public:
+  pending_reference(Pending* p, std::shared_ptr<context_gate> gate) noexcept : p_(p), gate_(std::move(gate)) {}
+  pending_reference(pending_reference&& other) noexcept
+      : p_(std::exchange(other.p_, nullptr)), gate_(std::move(other.gate_)) {}
+  pending_reference& operator=(pending_reference&&) = delete;
+  ~pending_reference() {
+    if (!p_) return;
+    gate_->claim(
+        *p_, [this] { p_->abandon(); }, [this] { p_->abandon(); });
+    p_->release();
+  }
+  Pending& operator*() const noexcept { return *p_; }
+  context_gate& gate() const noexcept { return *gate_; }
+
+ private:
+  Pending* p_;
+  std::shared_ptr<context_gate> gate_;
+};
+
 struct initiate_spawn {
   template <class Handler, class Source>
   void operator()(Handler handler, asio::any_io_executor executor, Source source) const {
@@ -107,8 +177,12 @@ struct initiate_spawn {
     // Coral's own memory for the operation (the handler's keeping and its dispatch) comes from the
     // handler's associated allocator, as for any Asio operation.
     auto allocator = asio::get_associated_allocator(handler);
+    using pending_type = pending_completion<Handler, decltype(work), decltype(allocator)>;
+    auto* pending = pending_type::make(std::move(handler), std::move(work), allocator);
+    // (A context already shutting down takes no completion: its handler goes now, unrun.)
+    if (!gate->link(*pending)) pending->abandon();
     state->when_done(
-        [handler = std::move(handler), work = std::move(work), gate = std::move(gate), slot,
+        [pending = pending_reference<pending_type>(pending, std::move(gate)), slot,
          allocator](job_state<T>& s) mutable {
           // The handler observes the outcome, even asio::detached, which asks for it to be
           // dropped (silent, as co_spawn's).
@@ -125,12 +199,14 @@ struct initiate_spawn {
                           "passed, default-constructed, along with the exception when the task fails)");
             if (!error) value = s.result().take();
           }
-          gate->post_or_drop(
+          auto& p = *pending;
+          pending.gate().claim(
+              p,
               [&] {
-                auto target = asio::prefer(work, asio::execution::outstanding_work.untracked);
+                auto target = asio::prefer(*p.work, asio::execution::outstanding_work.untracked);
                 dispatch_with(target, allocator,
-                              [h = std::move(handler), slot, error = std::move(error), v = std::move(value),
-                               w = std::move(work)]() mutable {
+                              [h = std::move(*p.handler), slot, error = std::move(error), v = std::move(value),
+                               w = std::move(*p.work)]() mutable {
                                 if (slot.is_connected()) slot.clear();
                                 if constexpr (std::is_void_v<T>) {
                                   std::move(h)(error);
@@ -138,13 +214,11 @@ struct initiate_spawn {
                                   std::move(h)(error, std::move(v));
                                 }
                               });
+                p.abandon();  // (moved from)
               },
-              [&] {
-                // The handler's context is being destroyed: the handler goes unrun, as Asio
-                // destroys the handlers of a context that shuts down.
-                [[maybe_unused]] auto gone = std::move(work);
-                [[maybe_unused]] auto unrun = std::move(handler);
-              });
+              // The handler's context is being destroyed: the handler goes unrun, as Asio
+              // destroys the handlers of a context that shuts down.
+              [&] { p.abandon(); });
         },
         allocator);
     // Started only now: the completion cannot run inside this initiating function.

@@ -119,6 +119,19 @@ class context_gate {
     drop();
   }
 
+  // For a member holding something that belongs to the context (a completion handler): whichever of
+  // its owner and the shutdown unlinks it has it. If this caller does, runs `post()` inside a pass,
+  // or `drop()` under the members lock once the gate is closing (the context surely exists in both).
+  template <class Post, class Drop>
+  void claim(gate_member& m, Post&& post, Drop&& drop) {
+    if (pass p(*this); p) {
+      if (unlink(m)) post();
+      return;
+    }
+    std::lock_guard lock(members_mutex_);
+    if (unlink_locked(m)) drop();
+  }
+
   // Unlinks `m` and, if this caller did, runs `let_go()` (which ends outstanding work on the
   // context) while the context surely exists: inside a pass, or, once the gate is closing, under
   // the members lock, which the shutdown takes before the context can go.
