@@ -1,0 +1,133 @@
+#pragma once
+
+// What the network demos share: command-line options, the io_context and its threads, and the
+// two-phase graceful shutdown on SIGINT / SIGTERM:
+//   1. stop accepting; `stopping` is set: sessions end at their next idle wait (a session answering
+//      a request finishes it first);
+//   2. after the grace period, the sessions still running are cancelled (their waits throw
+//      operation_aborted, wherever they are);
+// then every task has ended and the program exits with status 0.
+// Each connection's task runs on a strand of its own: coral gives every task spawned on a
+// multi-threaded io_context one, so a session's code never runs on two threads at once.
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <coral/coral.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace net_demo {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+struct options {
+  unsigned short port = 55555;
+  unsigned threads = 1;
+  std::chrono::milliseconds idle_timeout = 30s;
+  std::chrono::milliseconds grace = 5s;
+};
+
+// --port N (0: any free port, printed), --threads N, --idle-timeout-ms N, --grace-ms N.
+inline options parse_options(int argc, char* argv[], const char* usage) {
+  options o;
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "%s\nusage: %s %s\n", why.c_str(), argv[0], usage);
+    std::exit(2);
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view name = argv[i];
+    if (i + 1 == argc) fail("missing value after " + std::string(name));
+    char* end = nullptr;
+    const unsigned long value = std::strtoul(argv[++i], &end, 10);
+    if (*end != '\0') fail("not a number: " + std::string(argv[i]));
+    if (name == "--port" && value <= 65535) {
+      o.port = static_cast<unsigned short>(value);
+    } else if (name == "--threads" && value >= 1 && value <= 256) {
+      o.threads = static_cast<unsigned>(value);
+    } else if (name == "--idle-timeout-ms") {
+      o.idle_timeout = std::chrono::milliseconds(value);
+    } else if (name == "--grace-ms") {
+      o.grace = std::chrono::milliseconds(value);
+    } else {
+      fail("bad option: " + std::string(name) + " " + argv[i]);
+    }
+  }
+  return o;
+}
+
+// A task that ends when phase 1 of the shutdown begins: raced against a session's idle waits.
+inline coral::task<> until_set(coral::event& e) {
+  co_await e.wait();
+}
+
+// The server's life: accepts with `accept_one(socket)` returning each connection's task (spawned
+// into the session group), until a signal; then the two phases above.
+template <class Session>
+coral::task<> serve(tcp::acceptor& acceptor, const options& o, coral::event& stopping, Session session) {
+  auto executor = co_await coral::this_task::executor;
+  coral::task_group sessions(executor);
+  asio::signal_set signals(executor, SIGINT, SIGTERM);
+  auto accept_loop = [&]() -> coral::task<> {
+    for (;;) {
+      auto [error, socket] = co_await acceptor.async_accept(asio::as_tuple(coral::use_task));
+      if (error == asio::error::operation_aborted) throw boost::system::system_error(error);
+      if (error) continue;  // (a connection reset before it was accepted, out of descriptors...)
+      sessions.spawn([&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
+    }
+  };
+  auto signal = [&]() -> coral::task<int> { co_return co_await signals.async_wait(coral::use_task); };
+  const auto got = co_await coral::when_any(accept_loop(), signal());
+  std::printf("signal %d: shutting down, %zu sessions\n", std::get<1>(got), sessions.size());
+  std::fflush(stdout);
+
+  acceptor.close();
+  stopping.set();
+  // Phase 2 is with_timeout's: when the grace period is over, it cancels the join, which cancels
+  // the sessions, and waits for them.
+  auto join = [&]() -> coral::task<> { co_await sessions.join(); };
+  bool finished = true;
+  try {
+    co_await coral::with_timeout(o.grace, join());
+  } catch (const coral::timeout_error&) {
+    finished = false;
+  }
+  if (!finished) {
+    // (The timeout cancelled the join, and with it the sessions, and awaited them.)
+    std::printf("grace period over: the remaining sessions were cancelled\n");
+  }
+  std::printf("all sessions ended\n");
+  std::fflush(stdout);
+}
+
+// Runs `server` (a task) on an io_context run by o.threads threads; returns the exit status.
+template <class Server>
+int run(const options& o, Server server) {
+  try {
+    asio::io_context io(static_cast<int>(o.threads));
+    tcp::acceptor acceptor(io, {tcp::v4(), o.port});
+    std::printf("listening on %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+    std::fflush(stdout);
+    auto job = coral::spawn(io.get_executor(), server(acceptor));
+    std::vector<std::jthread> threads;
+    for (unsigned i = 1; i < o.threads; ++i) threads.emplace_back([&io] { io.run(); });
+    io.run();
+    threads.clear();
+    job.get_result();  // rethrows what ended the server, if anything did
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace net_demo
