@@ -180,6 +180,22 @@ inline std::string read_line(tcp::socket& socket, std::string& buffered) {
   return line;
 }
 
+// Writes `data` to `to` while reading `n` bytes from `from` (the same socket, for an echo); what
+// was read.
+inline std::string write_while_reading(tcp::socket& to, const std::string& data, tcp::socket& from, std::size_t n) {
+  std::string received(n, '\0');
+  int pending = 2;
+  bool done = false;
+  auto one_done = [&](boost::system::error_code e, std::size_t) {
+    BOOST_REQUIRE_MESSAGE(!e, e.message());
+    done = --pending == 0;
+  };
+  asio::async_write(to, asio::buffer(data), one_done);
+  asio::async_read(from, asio::buffer(received), one_done);
+  run_until(done, "the exchange");
+  return received;
+}
+
 // The error that ends the connection from the server's side (eof or reset), after any data.
 inline boost::system::error_code wait_for_close(tcp::socket& socket) {
   char sink[256];

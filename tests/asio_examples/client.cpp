@@ -98,16 +98,7 @@ BOOST_AUTO_TEST_CASE(proxy) {
   const std::size_t size = 40 * bytes_per_token;
   const auto upstream = pattern(size, 3);
   const auto start = clock_type::now();
-  std::string received(size, '\0');
-  int pending = 2;
-  bool done = false;
-  auto one_done = [&](boost::system::error_code e, std::size_t) {
-    BOOST_REQUIRE_MESSAGE(!e, e.message());
-    done = --pending == 0;
-  };
-  asio::async_write(client, asio::buffer(upstream), one_done);
-  asio::async_read(target, asio::buffer(received), one_done);
-  run_until(done, "the data through the proxy");
+  const auto received = write_while_reading(client, upstream, target, size);
   const auto took = clock_type::now() - start;
   BOOST_TEST((received == upstream));
   // Throttled: the buffered tokens and the one in production pass at once, the rest one per

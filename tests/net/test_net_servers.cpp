@@ -77,3 +77,74 @@ BOOST_AUTO_TEST_CASE(echo_graceful_shutdown_ends_idle_sessions_at_once) {
   BOOST_TEST(server.output().find("grace period over") == std::string::npos, server.output());
   BOOST_TEST_MESSAGE("shutdown took " << std::chrono::duration<double>(clock_type::now() - start).count() << " s");
 }
+
+namespace {
+
+// Reads lines until `expected` (other clients' lines may come first); false at the patience.
+void read_until_line(tcp::socket& socket, std::string& buffered, const std::string& expected) {
+  while (read_line(socket, buffered) != expected) {
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(chat_between_three_clients) {
+  server_process server(arguments());
+  std::vector<tcp::socket> clients;
+  std::vector<std::string> buffered(3);
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(connect_to(server.endpoint()));
+    const auto hello = "hello from " + std::to_string(i) + "\n";
+    write_all(clients[i], hello);
+    read_until_line(clients[i], buffered[i], hello);  // in the room
+  }
+  write_all(clients[0], "first line\n");
+  write_all(clients[2], "second line\n");
+  for (int i = 0; i < 3; ++i) {
+    read_until_line(clients[i], buffered[i], "first line\n");
+    read_until_line(clients[i], buffered[i], "second line\n");
+  }
+  // A line over 4 KiB ends its sender's session only.
+  write_all(clients[1], std::string(5000, 'x') + "\n");
+  const auto closed = wait_for_close(clients[1]);
+  BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  write_all(clients[2], "still here\n");
+  read_until_line(clients[0], buffered[0], "still here\n");
+  // SIGTERM: the idle sessions end at once, cleanly.
+  server.signal(SIGTERM);
+  BOOST_TEST((wait_for_close(clients[0]) == asio::error::eof));
+  BOOST_TEST((wait_for_close(clients[2]) == asio::error::eof));
+  BOOST_TEST(server.exit_status() == 0);
+  BOOST_TEST(server.output().find("all sessions ended") != std::string::npos, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(chat_a_slow_client_is_disconnected_and_never_blocks_the_room) {
+  server_process server(arguments({"--outbox", "64"}));
+  // The slow client's small receive buffer fills after a few lines; the fast client reads all the
+  // time, so its outbox of 64 lines never fills.
+  tcp::socket slow(io, tcp::v4());
+  slow.set_option(asio::socket_base::receive_buffer_size(4096));
+  bool connected = false;
+  slow.async_connect(server.endpoint(), [&](boost::system::error_code e) {
+    BOOST_REQUIRE_MESSAGE(!e, e.message());
+    connected = true;
+  });
+  run_until(connected, "connect");
+  std::string slow_in, fast_in;
+  write_all(slow, "slow\n");
+  read_until_line(slow, slow_in, "slow\n");  // in the room; it reads nothing more
+  auto fast = connect_to(server.endpoint());
+  write_all(fast, "fast\n");
+  read_until_line(fast, fast_in, "fast\n");
+  // More than the socket buffers between the server and the slow client hold: its outbox fills.
+  const std::string line = std::string(4000, 'y') + "\n";
+  std::string lines;
+  for (int i = 0; i < 2000; ++i) lines += line;
+  const auto echoed = write_while_reading(fast, lines, fast, lines.size());
+  BOOST_TEST((echoed == lines));
+  const auto closed = wait_for_close(slow);  // (after what it had been sent)
+  BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  write_all(fast, "after\n");
+  BOOST_TEST(read_line(fast, fast_in) == "after\n");
+  BOOST_TEST(server.interrupt() == 0);
+}
