@@ -10,6 +10,8 @@
 // Each connection's task runs on a strand of its own: coral gives every task spawned on a
 // multi-threaded io_context one, so a session's code never runs on two threads at once.
 
+#include <sys/resource.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -112,6 +114,12 @@ coral::task<> serve(tcp::acceptor& acceptor, const options& o, coral::event& sto
 // Runs `server` (a task) on an io_context run by o.threads threads; returns the exit status.
 template <class Server>
 int run(const options& o, Server server) {
+  // A connection is a descriptor: allow as many as the system lets this process have.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   try {
     asio::io_context io(static_cast<int>(o.threads));
     tcp::acceptor acceptor(io, {tcp::v4(), o.port});

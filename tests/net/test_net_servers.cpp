@@ -2,6 +2,13 @@
 // them: started on a free port, hit by clients, stopped with a signal, exit status checked.
 //   test_net_servers --run_test=<scenario> -- <server program> [--threads N]
 #define BOOST_TEST_MODULE coral network demos
+#include <sys/resource.h>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <memory>
+#include <set>
+
 #include "../server_process.hpp"
 
 using namespace server_test;
@@ -100,9 +107,13 @@ BOOST_AUTO_TEST_CASE(chat_between_three_clients) {
   }
   write_all(clients[0], "first line\n");
   write_all(clients[2], "second line\n");
+  // Lines from two senders may come in either order (their sessions run on different threads).
   for (int i = 0; i < 3; ++i) {
-    read_until_line(clients[i], buffered[i], "first line\n");
-    read_until_line(clients[i], buffered[i], "second line\n");
+    std::set<std::string> got;
+    while (got.size() < 2) {
+      const auto line = read_line(clients[i], buffered[i]);
+      if (line == "first line\n" || line == "second line\n") got.insert(line);
+    }
   }
   // A line over 4 KiB ends its sender's session only.
   write_all(clients[1], std::string(5000, 'x') + "\n");
@@ -146,5 +157,190 @@ BOOST_AUTO_TEST_CASE(chat_a_slow_client_is_disconnected_and_never_blocks_the_roo
   BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
   write_all(fast, "after\n");
   BOOST_TEST(read_line(fast, fast_in) == "after\n");
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+// HTTP: requests written by hand (as a client may write them), responses parsed by Beast.
+namespace {
+
+namespace http = boost::beast::http;
+using http_response = http::response<http::string_body>;
+
+struct http_connection {
+  tcp::socket socket;
+  boost::beast::flat_buffer buffer;
+
+  explicit http_connection(const tcp::endpoint& server) : socket(connect_to(server)) {}
+
+  void send(const std::string& raw) { write_all(socket, raw); }
+
+  http_response receive() {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    bool done = false;
+    http::async_read(socket, buffer, parser, [&](boost::system::error_code e, std::size_t) {
+      BOOST_REQUIRE_MESSAGE(!e, "reading a response: " << e.message());
+      done = true;
+    });
+    run_until(done, "a response");
+    return parser.release();
+  }
+
+  http_response get(const std::string& target) {
+    send("GET " + target + " HTTP/1.1\r\nHost: test\r\n\r\n");
+    return receive();
+  }
+};
+
+std::string post(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         body;
+}
+
+long stat(const tcp::endpoint& server, const std::string& name) {
+  http_connection c(server);
+  const auto res = c.get("/stats");
+  const auto at = res.body().find("\"" + name + "\":");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, res.body());
+  return std::stol(res.body().substr(at + name.size() + 3));
+}
+
+// Asks /stats until `name` is `value` (the server's state changes on its own threads).
+void wait_for_stat(const tcp::endpoint& server, const std::string& name, long value) {
+  const auto deadline = clock_type::now() + patience;
+  while (stat(server, name) != value) {
+    BOOST_REQUIRE_MESSAGE(clock_type::now() < deadline, name << " never became " << value);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(http_routes_keep_alive_and_pipelining) {
+  server_process server(arguments());
+  http_connection c(server.endpoint());
+  auto res = c.get("/");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello from coral\n");
+  c.send(post("/echo", "some body"));
+  res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "some body");
+  BOOST_TEST(c.get("/nowhere").result_int() == 404);
+  BOOST_TEST(c.get("/sleep?ms=20").body() == "slept 20 ms\n");
+  BOOST_TEST(c.get("/sleep?ms=x").result_int() == 400);
+  res = c.get("/stream?n=3");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.chunked());
+  BOOST_TEST(res.body() == "chunk 0\nchunk 1\nchunk 2\n");
+  // Pipelined: two requests in one write, two responses in order.
+  c.send("GET /sleep?ms=50 HTTP/1.1\r\nHost: test\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
+  BOOST_TEST(c.receive().body() == "slept 50 ms\n");
+  BOOST_TEST(c.receive().body() == "hello from coral\n");
+  res = c.get("/stats");
+  BOOST_TEST(res[http::field::content_type] == "application/json");
+  BOOST_TEST(res.body().find("\"open_connections\":1") != std::string::npos, res.body());
+  BOOST_TEST(res.body().find("\"requests_served\":9") != std::string::npos, res.body());
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_bad_requests_are_refused_and_closed) {
+  server_process server(arguments({"--request-timeout-ms", "300"}));
+  auto refused = [&](const std::string& raw, int status) {
+    http_connection c(server.endpoint());
+    if (!raw.empty()) c.send(raw);
+    const auto res = c.receive();
+    BOOST_TEST(res.result_int() == status, raw.substr(0, 40));
+    BOOST_TEST(!res.keep_alive());
+    const auto closed = wait_for_close(c.socket);
+    BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  };
+  refused("NOT HTTP AT ALL\r\n\r\n", 400);
+  refused("GET / HTTP/1.1\r\nHost: test\r\nX-Big: " + std::string(9000, 'h') + "\r\n\r\n", 431);
+  refused("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 2000000\r\n\r\n", 413);
+  refused("GET / HTTP/1.1\r\nHost: te", 408);  // and never the rest (slowloris)
+  // The server still serves.
+  http_connection c(server.endpoint());
+  BOOST_TEST(c.get("/").result_int() == 200);
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_a_client_vanishing_mid_stream_costs_only_its_session) {
+  server_process server(arguments());
+  {
+    http_connection c(server.endpoint());
+    c.send("GET /stream?n=1000 HTTP/1.1\r\nHost: test\r\n\r\n");
+    http::response_parser<http::string_body> parser;
+    bool header = false;
+    http::async_read_header(c.socket, c.buffer, parser, [&](boost::system::error_code e, std::size_t) {
+      BOOST_REQUIRE_MESSAGE(!e, e.message());
+      header = true;
+    });
+    run_until(header, "the stream's header");
+    BOOST_TEST(stat(server.endpoint(), "tasks_alive") == 3);  // two sessions and the producer
+  }                                                           // gone mid-stream
+  // Its session and its producer end (the producer cancelled wherever it waited).
+  wait_for_stat(server.endpoint(), "tasks_alive", 1);
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_graceful_shutdown_finishes_requests_in_flight) {
+  server_process server(arguments());
+  http_connection busy(server.endpoint());
+  http_connection idle(server.endpoint());
+  BOOST_TEST(idle.get("/").result_int() == 200);
+  busy.send("GET /sleep?ms=1000 HTTP/1.1\r\nHost: test\r\n\r\n");
+  wait_for_stat(server.endpoint(), "requests_in_flight", 1);
+  server.signal(SIGTERM);
+  BOOST_TEST((wait_for_close(idle.socket) == asio::error::eof));  // idle: ended at once
+  const auto res = busy.receive();                                // in flight: answered
+  BOOST_TEST(res.body() == "slept 1000 ms\n");
+  BOOST_TEST((wait_for_close(busy.socket) == asio::error::eof));
+  BOOST_TEST(server.exit_status() == 0);
+  BOOST_TEST(server.output().find("grace period over") == std::string::npos, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(http_grace_period_over_cancels_what_is_left) {
+  server_process server(arguments({"--grace-ms", "200"}));
+  http_connection busy(server.endpoint());
+  busy.send("GET /sleep?ms=60000 HTTP/1.1\r\nHost: test\r\n\r\n");
+  wait_for_stat(server.endpoint(), "requests_in_flight", 1);
+  server.signal(SIGTERM);
+  const auto closed = wait_for_close(busy.socket);
+  BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  BOOST_TEST(server.exit_status() == 0);
+  BOOST_TEST(server.output().find("grace period over") != std::string::npos, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(http_1000_concurrent_sleeps) {
+  rlimit files{};
+  BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &files) == 0);
+  files.rlim_cur = files.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  server_process server(arguments());
+  constexpr int n = 1000;
+  std::vector<std::unique_ptr<http_connection>> clients;
+  for (int i = 0; i < n; ++i) clients.push_back(std::make_unique<http_connection>(server.endpoint()));
+  const auto start = clock_type::now();
+  const std::string request = "GET /sleep?ms=1000 HTTP/1.1\r\nHost: test\r\n\r\n";
+  std::vector<http_response> responses(n);
+  std::vector<http::response_parser<http::string_body>> parsers(n);
+  int pending = 2 * n;
+  bool done = false;
+  for (int i = 0; i < n; ++i) {
+    asio::async_write(clients[i]->socket, asio::buffer(request), [&](boost::system::error_code e, std::size_t) {
+      BOOST_REQUIRE_MESSAGE(!e, e.message());
+      done = --pending == 0;
+    });
+    http::async_read(clients[i]->socket, clients[i]->buffer, parsers[i], [&](boost::system::error_code e, std::size_t) {
+      BOOST_REQUIRE_MESSAGE(!e, e.message());
+      done = --pending == 0;
+    });
+  }
+  run_until(done, "1000 sleeps");
+  int ok = 0;
+  for (auto& p : parsers) ok += p.get().body() == "slept 1000 ms\n";
+  BOOST_TEST(ok == n);
+  BOOST_TEST_MESSAGE(
+      "1000 concurrent /sleep?ms=1000: " << std::chrono::duration<double>(clock_type::now() - start).count() << " s");
   BOOST_TEST(server.interrupt() == 0);
 }
