@@ -344,3 +344,21 @@ BOOST_AUTO_TEST_CASE(http_1000_concurrent_sleeps) {
       "1000 concurrent /sleep?ms=1000: " << std::chrono::duration<double>(clock_type::now() - start).count() << " s");
   BOOST_TEST(server.interrupt() == 0);
 }
+
+BOOST_AUTO_TEST_CASE(existing_server_with_coral_added) {
+  server_process server({"--port", "0"});
+  auto a = connect_to(server.endpoint());
+  auto b = connect_to(server.endpoint());
+  std::string a_in, b_in;
+  write_all(a, "7\n");
+  write_all(b, "a 8\n");
+  BOOST_TEST(read_line(a, a_in) == "49\n");
+  BOOST_TEST(read_line(b, b_in) == "64 (via asio::awaitable)\n");
+  // A client that leaves with answers on their way costs nothing else.
+  write_all(a, "3\n4\n5\n");
+  a.close();
+  write_all(b, "12\n");
+  BOOST_TEST(read_line(b, b_in) == "144\n");
+  write_all(b, "2\n");  // in progress when the server stops
+  BOOST_TEST(server.interrupt() == 0);
+}
