@@ -6,6 +6,7 @@
 // Try it: `nc localhost 55555`, type 12.
 //
 // The three places coral joins the existing code are marked [coral 1], [coral 2], [coral 3].
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,11 +15,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <coral/coral.hpp>  // [coral] the one include
 #include <cstdio>
 #include <memory>
 #include <string>
-
-#include <coral/coral.hpp>  // [coral] the one include
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 // New code, written as coral tasks: straight-line, and it may wait without holding a thread.
 coral::task<long> square_slowly(long n) {
   co_await coral::sleep_for(10ms);  // (a database, a cache, another service...)
-  co_return n * n;
+  co_return n* n;
 }
 
 coral::task<> answer(long n, coral::channel<std::string>& replies) {
@@ -75,25 +75,30 @@ class session : public std::enable_shared_from_this<session> {
     } else {
       // [coral 1] a handler hands work to a coral task; the task ends on its own (detached). The
       // callable, kept alive until its task ends, keeps the session (and its channel) alive.
-      coral::spawn(socket_.get_executor(), [self = shared_from_this(), n] { return answer(n, self->replies_); },
-                   asio::detached);
+      coral::spawn(
+          socket_.get_executor(), [self = shared_from_this(), n] { return answer(n, self->replies_); }, asio::detached);
     }
   }
 
-  // [coral 2] results come back through the channel, received with a plain callback.
+  // [coral 2] results come back through the channel, received with a plain callback. As with any
+  // Asio operation, the callback runs on its associated executor: the socket's here (a channel has
+  // no executor of its own; without one the callback would run on the system executor's threads,
+  // beside this session's, and outlive the io_context).
   void deliver_replies() {
-    replies_.async_receive([self = shared_from_this()](boost::system::error_code e, std::string reply) {
-      if (e) return;  // closed: the session is over
-      self->write(std::move(reply));
-      self->deliver_replies();
-    });
+    replies_.async_receive(asio::bind_executor(
+        socket_.get_executor(), [self = shared_from_this()](boost::system::error_code e, std::string reply) {
+          if (e) return;  // closed: the session is over
+          self->write(std::move(reply));
+          self->deliver_replies();
+        }));
   }
 
   void write(std::string reply) {
     auto data = std::make_shared<std::string>(std::move(reply));
-    asio::async_write(socket_, asio::buffer(*data), [self = shared_from_this(), data](boost::system::error_code e, std::size_t) {
-      if (e) self->stop();
-    });
+    asio::async_write(socket_, asio::buffer(*data),
+                      [self = shared_from_this(), data](boost::system::error_code e, std::size_t) {
+                        if (e) self->stop();
+                      });
   }
 
   void stop() {
