@@ -338,7 +338,11 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_waiting_on_a_task_elsewhere_may_have_its_
           },
           asio::detached);
       auto waits = waiting->get_future();
-      while (waits.wait_for(0s) != std::future_status::ready) ctx.run_one_for(patience);
+      std::thread runner([&ctx] { ctx.run(); });
+      const bool started = waits.wait_for(patience) == std::future_status::ready;
+      ctx.stop();
+      runner.join();
+      BOOST_REQUIRE(started);
     }               // destroyed while the awaitable waits
     release.set();  // the task ends now, its context's completion finds the handler gone
   }
