@@ -317,8 +317,15 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_waiting_on_a_task_elsewhere_may_have_its_
   for (int round = 0; round < 20; ++round) {
     coral::event release;
     auto waiting = std::make_shared<std::promise<void>>();
-    auto far = [](coral::event& release,
-                  std::shared_ptr<std::promise<void>> waiting) -> coral::task<int, coral::pool_executor> {
+    // The task must be over before the round's event goes: its frame says so as it is destroyed.
+    auto ended = std::make_shared<std::promise<void>>();
+    struct signal_end {
+      std::shared_ptr<std::promise<void>> p;
+      ~signal_end() { p->set_value(); }
+    };
+    auto far = [](coral::event& release, std::shared_ptr<std::promise<void>> waiting,
+                  std::shared_ptr<std::promise<void>> ended) -> coral::task<int, coral::pool_executor> {
+      signal_end on_end{std::move(ended)};
       waiting->set_value();
       co_await release.wait();
       co_return 1;
@@ -329,11 +336,11 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_waiting_on_a_task_elsewhere_may_have_its_
           ctx,
           [&]() -> asio::awaitable<void> {
             if (round % 2) {
-              co_await coral::as_awaitable(far(release, waiting));
+              co_await coral::as_awaitable(far(release, waiting, ended));
             } else {
               co_await [](coral::task<int, coral::pool_executor> t) -> coral::task<void, coral::pool_executor> {
                 co_await std::move(t);
-              }(far(release, waiting));
+              }(far(release, waiting, ended));
             }
           },
           asio::detached);
@@ -345,6 +352,7 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_waiting_on_a_task_elsewhere_may_have_its_
       BOOST_REQUIRE(started);
     }               // destroyed while the awaitable waits
     release.set();  // the task ends now, its context's completion finds the handler gone
+    BOOST_REQUIRE(ended->get_future().wait_for(patience) == std::future_status::ready);
   }
 }
 
