@@ -22,8 +22,11 @@ coral::task<> echo(tcp::socket socket, const options& o, coral::event& stopping)
   try {
     for (;;) {
       // The idle wait: the one place the first phase of a shutdown ends a session.
-      auto woke = co_await coral::when_any(coral::with_timeout(o.idle_timeout, readable(socket)), until_set(stopping));
-      if (woke.index() == 1) break;
+      if (!arrived(socket)) {
+        auto woke =
+            co_await coral::when_any(coral::with_timeout(o.idle_timeout, readable(socket)), until_set(stopping));
+        if (woke.index() == 1) break;
+      }
       const std::size_t n = co_await socket.async_read_some(asio::buffer(data), coral::use_task);
       co_await asio::async_write(socket, asio::buffer(data, n), coral::use_task);
     }

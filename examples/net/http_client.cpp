@@ -9,11 +9,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/url.hpp>
 #include <boost/url/src.hpp>  // (Boost.URL compiled in)
+#include <coral/coral.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <coral/coral.hpp>
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -24,7 +23,7 @@ using namespace std::chrono_literals;
 
 struct outcome {
   std::string url;
-  int status = 0;          // 0: failed
+  int status = 0;  // 0: failed
   std::size_t size = 0;
   std::string error;
   std::chrono::steady_clock::duration took{};

@@ -204,9 +204,10 @@ coral::task<> session(tcp::socket socket, server_context& server) {
   beast::flat_buffer buffer;
   try {
     for (;;) {
-      // Idle between requests (nothing pipelined is buffered): where a shutdown's first phase
-      // ends the session; waiting for readability takes nothing from the client.
-      if (buffer.size() == 0) {
+      // Idle between requests (nothing pipelined is buffered, nothing arrived yet): where a
+      // shutdown's first phase ends the session; waiting for readability takes nothing from the
+      // client. A request already arriving skips the wait, and with it a round trip through epoll.
+      if (buffer.size() == 0 && !arrived(socket)) {
         auto woke = co_await coral::when_any(coral::with_timeout(server.o.idle_timeout, readable(socket)),
                                              until_set(server.stopping));
         if (woke.index() == 1) break;

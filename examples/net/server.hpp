@@ -72,6 +72,12 @@ inline coral::task<> until_set(coral::event& e) {
   co_await e.wait();
 }
 
+// Whether the client has sent bytes not read yet: a session that has them is not idle.
+inline bool arrived(tcp::socket& socket) {
+  boost::system::error_code error;
+  return socket.available(error) > 0;  // (an error shows in the read that follows)
+}
+
 // The server's life: accepts with `accept_one(socket)` returning each connection's task (spawned
 // into the session group), until a signal; then the two phases above.
 template <class Session>

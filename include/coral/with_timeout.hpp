@@ -34,13 +34,79 @@ auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a);
 
 namespace detail {
 
-// True if the deadline passed, false if the timer was cancelled (the operation ended first): a
-// cancelled timer is the common case, so it is not an exception.
-inline task<bool> deadline_timer(std::chrono::steady_clock::time_point deadline) {
-  co_return !co_await sleep_outcome_awaiter(deadline);
-}
-
 [[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout);
+
+// The deadline's timer handler. It holds the join, not the awaiter: an operation that ends first
+// cancels the timer and goes on at once, and the cancelled handler, whenever it runs, does
+// nothing. (A timer raced as a child would have to be awaited: one more turn of the executor per
+// timeout, most of the cost of a timeout that does not expire.)
+class deadline_handler {
+ public:
+  static constexpr std::ptrdiff_t branch = 1;  // the operation is child 0
+  explicit deadline_handler(join_state& join) noexcept : join_(&join) { join.add_ref(); }
+  deadline_handler(deadline_handler&& other) noexcept : join_(std::exchange(other.join_, nullptr)) {}
+  deadline_handler& operator=(deadline_handler&&) = delete;
+  ~deadline_handler() {
+    if (join_) join_->release();
+  }
+  void operator()(const boost::system::error_code& error) const noexcept {
+    if (!error) join_->end_branch(branch);
+  }
+
+ private:
+  join_state* join_;
+};
+
+// Awaits an operation (a task, as a child) with a deadline: a join of one child and a timer.
+template <class Task>
+class timed_awaiter : protected join_awaiter_base {
+ public:
+  using coral_awaitable = void;
+  using value_type = typename Task::value_type;
+
+  timed_awaiter(Task operation, std::chrono::steady_clock::time_point deadline)
+      : operation_(std::move(operation)), deadline_(deadline) {
+    if (!operation_.valid()) {
+      throw std::logic_error("coral: with_timeout of a task that is empty (moved from or already awaited)");
+    }
+  }
+  timed_awaiter(timed_awaiter&&) = delete;
+  ~timed_awaiter() {
+    if (member_) member_->release();
+  }
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    open(parent, join_kind::first_end, 1);
+    member_ = make_member(operation_.release(), bound_executor<Task>(), 0);
+    begin_start();
+    timer_.emplace(parent.promise().context().executor(), deadline_).async_wait(deadline_handler(join()));
+    start(*member_);
+    return end_start();
+  }
+
+  // True if the deadline passed first (the operation was cancelled, its result is dropped).
+  bool await_resume() {
+    const bool expired = decisive() == deadline_handler::branch;
+    if (!expired) timer_->cancel();
+    return expired;
+  }
+
+  task_result<value_type>& result() noexcept { return member_->result(); }
+
+ private:
+  std::ptrdiff_t decisive() noexcept {
+    finish_waiting();
+    return join().decisive();
+  }
+
+  Task operation_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::optional<context_timer> timer_;
+  join_member<value_type>* member_ = nullptr;
+};
 
 // `limit`: a duration (the deadline is fixed when the task starts, not when it is created) or a
 // time point. The timeout message is only built if it is thrown.
@@ -52,19 +118,23 @@ task<T> run_timed(Task operation, Limit limit) {
   } else {
     deadline = limit;
   }
-  auto outcome = co_await when_any(std::move(operation), deadline_timer(deadline));
-  if (outcome.index() == 1) {
-    // The timer cannot win without expiring unless the awaiting task was cancelled; and if the
-    // task was cancelled before its cancellation reached the timer, that is what it hears.
+  timed_awaiter<Task> timed(std::move(operation), deadline);
+  if (co_await timed) {
+    // If the task was cancelled before its cancellation reached the operation, that is what it
+    // hears.
     task_context& self = co_await current_segment{};
-    if (!std::get<1>(outcome) || self.cancelled()) task_context::throw_cancelled();
+    if (self.cancelled()) task_context::throw_cancelled();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit);
     } else {
       throw_timeout(nullptr);
     }
   }
-  if constexpr (!std::is_void_v<T>) co_return std::get<0>(std::move(outcome));
+  if constexpr (std::is_void_v<T>) {
+    timed.result().release();  // rethrows the operation's exception, if any
+  } else {
+    co_return timed.result().release();
+  }
 }
 
 }  // namespace detail

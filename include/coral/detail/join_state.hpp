@@ -45,14 +45,22 @@ class join_state {
   }
 
   // A child ended (any thread). The decisive one cancels all its siblings.
-  // Releases the child's reference to the join.
-  void child_ended(std::size_t index, bool failed) noexcept {
+  // Releases the child's reference to the join. `on_parent_executor`: the child ended on the
+  // parent's executor, in a turn of its own (not while the context shuts down), so the parent may
+  // be resumed right here instead of being posted.
+  void child_ended(std::size_t index, bool failed, bool on_parent_executor) noexcept {
     // (A channel may have decided the race for this child already, when it handed it a value.)
     if ((kind_ == join_kind::first_end || failed) && decision_.decide(static_cast<std::ptrdiff_t>(index))) {
       cancel_children(asio::cancellation_type::all, index);
     }
-    arrive();
+    arrive(on_parent_executor);
     release();
+  }
+
+  // Any thread: a branch that is not a child (with_timeout's deadline) has ended. If it is the
+  // first, it decides the join and every child is cancelled.
+  void end_branch(std::ptrdiff_t branch) noexcept {
+    if (decision_.decide(branch)) cancel_children(asio::cancellation_type::all);
   }
 
   // The index of the child that ended the join early (first failure / first end), or -1.
@@ -94,10 +102,15 @@ class join_state {
     for (auto* child : children_) child->release();
   }
 
-  void arrive() noexcept {
+  void arrive(bool on_parent_executor) noexcept {
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     int expected = waiting;
-    if (link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) parent.resume_later();
+    if (!link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) return;
+    if (on_parent_executor) {
+      parent.resume_nested();
+    } else {
+      parent.resume_later();
+    }
   }
 
   enum : int { waiting, completed, detached };
@@ -133,7 +146,8 @@ class join_member final : public job_state<T> {
     this->mark_observed();
     // The join holds a reference to this member until it goes: let go of it here, not in the
     // destructor, or neither would ever go.
-    std::exchange(join_, nullptr)->child_ended(index_, this->result().has_exception());
+    std::exchange(join_, nullptr)
+        ->child_ended(index_, this->result().has_exception(), starts_here && !this->abandoned());
   }
 
  private:

@@ -12,7 +12,44 @@
 
 namespace coral::detail {
 
-// Suspends until a steady-clock deadline on an asio::steady_timer of the task's executor.
+// A steady timer on the execution context of an executor. On an io_context (the common case) it
+// is typed on that context's executor: smaller, and so is Asio's wait operation. Any other
+// executor gets a general steady_timer. Bound to the executor under a strand: it holds no strand.
+class context_timer {
+ public:
+  context_timer(const asio::any_io_executor& executor, std::chrono::steady_clock::time_point deadline) {
+    if (auto io = io_context_executor_of(executor)) {
+      timer_.emplace<io_timer>(*io, deadline);
+    } else {
+      timer_.emplace<std::unique_ptr<asio::steady_timer>>(
+          std::make_unique<asio::steady_timer>(inner_executor_of(executor), deadline));
+    }
+  }
+
+  template <class Handler>
+  void async_wait(Handler&& handler) {
+    if (auto* io = std::get_if<io_timer>(&timer_)) {
+      io->async_wait(std::forward<Handler>(handler));
+    } else {
+      std::get<2>(timer_)->async_wait(std::forward<Handler>(handler));
+    }
+  }
+
+  void cancel() {
+    if (auto* io = std::get_if<io_timer>(&timer_)) {
+      io->cancel();
+    } else {
+      std::get<2>(timer_)->cancel();
+    }
+  }
+
+ private:
+  using io_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                                              asio::io_context::executor_type>;
+  std::variant<std::monostate, io_timer, std::unique_ptr<asio::steady_timer>> timer_;
+};
+
+// Suspends until a steady-clock deadline on a timer of the task's execution context.
 // Cancelling the task cancels the wait (operation_aborted).
 class sleep_awaiter {
  public:
@@ -36,16 +73,7 @@ class sleep_awaiter {
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
     task.suspend(coroutine);
-    const auto& executor = task.context().executor();
-    // On an io_context (the common case) the timer is typed on its executor: smaller in the
-    // frame, and so is Asio's wait operation. Any other executor gets a general steady_timer.
-    if (auto io = io_context_executor_of(executor)) {
-      timer_.emplace<io_timer>(*io, deadline_).async_wait(handler(results_, std::move(task)));
-    } else {
-      timer_.emplace<std::unique_ptr<asio::steady_timer>>(
-          std::make_unique<asio::steady_timer>(inner_executor_of(executor), deadline_));
-      std::get<2>(timer_)->async_wait(handler(results_, std::move(task)));
-    }
+    timer_.emplace(task.context().executor(), deadline_).async_wait(handler(results_, std::move(task)));
   }
 
   void await_resume() const {
@@ -57,20 +85,10 @@ class sleep_awaiter {
 
  private:
   using handler = resuming_handler<boost::system::error_code>;
-  using io_timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
-                                              asio::io_context::executor_type>;
 
   std::chrono::steady_clock::time_point deadline_;
-  std::variant<std::monostate, io_timer, std::unique_ptr<asio::steady_timer>> timer_;
+  std::optional<context_timer> timer_;
   handler::results_type results_;
-};
-
-// As sleep_awaiter, but the outcome is returned (operation_aborted when cancelled), not thrown:
-// for timers inside coral whose cancellation is the normal case (with_timeout's).
-class sleep_outcome_awaiter : public sleep_awaiter {
- public:
-  using sleep_awaiter::sleep_awaiter;
-  boost::system::error_code await_resume() const noexcept { return error(); }
 };
 
 }  // namespace coral::detail

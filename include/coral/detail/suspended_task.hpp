@@ -61,8 +61,18 @@ class suspended_task {
   // same execution context can be running on the task's executor; comparing gates first means
   // the executor of a context that may be shutting down is never read.
   void resume_from(task_context* waker) {
-    if (waker && &waker->gate() == &context_->gate() && inline_resume_depth < max_inline_resumes &&
-        inline_resumes_left > 0 && waker->executor() == context_->executor()) {
+    if (waker && &waker->gate() == &context_->gate() && waker->executor() == context_->executor()) {
+      resume_nested();
+    } else {
+      resume_later();
+    }
+  }
+
+  // On the task's executor, from code that was not resumed by it (a waker): resumes it on this
+  // stack, unless wakers are nested too deeply here or this turn of the executor has resumed
+  // enough tasks (then it is posted, so that one turn cannot starve the others).
+  void resume_nested() {
+    if (inline_resume_depth < max_inline_resumes && inline_resumes_left > 0) {
       --inline_resumes_left;
       ++inline_resume_depth;
       struct depth_guard {
