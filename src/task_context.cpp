@@ -4,6 +4,7 @@
 #include <optional>
 #include <thread>
 
+#include "coral/detail/deadline_watch.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/job_state.hpp"
 
@@ -182,7 +183,13 @@ void task_context::abandon() noexcept {
   release_keep_alive();  // the last one destroys the frames, as the abandoned wait would have
 }
 
+deadline_watch& task_context::watch() {
+  if (!watch_) watch_ = std::make_unique<deadline_watch>(executor_);
+  return *watch_;
+}
+
 void task_context::drop_executor() noexcept {
+  if (watch_) watch_->close();
   work_.emplace<0>();
   executor_ = asio::any_io_executor();
 }

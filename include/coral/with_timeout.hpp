@@ -4,6 +4,7 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/deadline_watch.hpp"
 #include "coral/detail/join_awaiter.hpp"
 #include "coral/error.hpp"
 #include "coral/sleep.hpp"
@@ -36,28 +37,9 @@ namespace detail {
 
 [[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout);
 
-// The deadline's timer handler. It holds the join, not the awaiter: an operation that ends first
-// cancels the timer and goes on at once, and the cancelled handler, whenever it runs, does
-// nothing. (A timer raced as a child would have to be awaited: one more turn of the executor per
-// timeout, most of the cost of a timeout that does not expire.)
-class deadline_handler {
- public:
-  static constexpr std::ptrdiff_t branch = 1;  // the operation is child 0
-  explicit deadline_handler(join_state& join) noexcept : join_(&join) { join.add_ref(); }
-  deadline_handler(deadline_handler&& other) noexcept : join_(std::exchange(other.join_, nullptr)) {}
-  deadline_handler& operator=(deadline_handler&&) = delete;
-  ~deadline_handler() {
-    if (join_) join_->release();
-  }
-  void operator()(const boost::system::error_code& error) const noexcept {
-    if (!error) join_->end_branch(branch);
-  }
-
- private:
-  join_state* join_;
-};
-
-// Awaits an operation (a task, as a child) with a deadline: a join of one child and a timer.
+// Awaits an operation (a task, as a child) with a deadline: a join of one child, and the awaiting
+// segment's deadline watch as the join's branch 1. The awaiting task goes on as soon as the
+// operation ends: no timer operation to undo or await (see deadline_watch).
 template <class Task>
 class timed_awaiter : protected join_awaiter_base {
  public:
@@ -72,6 +54,7 @@ class timed_awaiter : protected join_awaiter_base {
   }
   timed_awaiter(timed_awaiter&&) = delete;
   ~timed_awaiter() {
+    if (watch_) watch_->end();  // (the frame goes with its context: the watch may be closed)
     if (member_) member_->release();
   }
 
@@ -79,19 +62,20 @@ class timed_awaiter : protected join_awaiter_base {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
+    deadline_watch& watch = parent.promise().context().watch();
     open(parent, join_kind::first_end, 1);
     member_ = make_member(operation_.release(), bound_executor<Task>(), 0);
     begin_start();
-    timer_.emplace(parent.promise().context().executor(), deadline_).async_wait(deadline_handler(join()));
+    watch.begin(join(), deadline_);
+    watch_ = &watch;
     start(*member_);
     return end_start();
   }
 
   // True if the deadline passed first (the operation was cancelled, its result is dropped).
   bool await_resume() {
-    const bool expired = decisive() == deadline_handler::branch;
-    if (!expired) timer_->cancel();
-    return expired;
+    std::exchange(watch_, nullptr)->end();
+    return decisive() == 1;
   }
 
   task_result<value_type>& result() noexcept { return member_->result(); }
@@ -104,7 +88,7 @@ class timed_awaiter : protected join_awaiter_base {
 
   Task operation_;
   std::chrono::steady_clock::time_point deadline_;
-  std::optional<context_timer> timer_;
+  deadline_watch* watch_ = nullptr;
   join_member<value_type>* member_ = nullptr;
 };
 

@@ -35,6 +35,15 @@ class context_timer {
     }
   }
 
+  // (A pending wait completes as cancelled.)
+  void expires_at(std::chrono::steady_clock::time_point deadline) {
+    if (auto* io = std::get_if<io_timer>(&timer_)) {
+      io->expires_at(deadline);
+    } else {
+      std::get<2>(timer_)->expires_at(deadline);
+    }
+  }
+
   void cancel() {
     if (auto* io = std::get_if<io_timer>(&timer_)) {
       io->cancel();

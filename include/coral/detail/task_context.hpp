@@ -56,6 +56,8 @@ class external_wait {
 // Cancellation is level-triggered: `cancelled()` stays true once requested, and every suspension
 // point checks it before suspending. The signal (whose slot Asio operations listen to) is only
 // used on the segment's executor, which runs one thing at a time.
+class deadline_watch;
+
 class task_context : public gate_member {
  public:
   explicit task_context(placement where);
@@ -98,6 +100,9 @@ class task_context : public gate_member {
 
   // A segment that is a branch of a when_any: the ticket its operation carries (see race.hpp).
   virtual race_ticket race_branch() const noexcept { return {}; }
+
+  // On the executor, while the segment runs: with_timeout's timer (made on first use).
+  deadline_watch& watch();
 
   // On the executor, around a wait whose waker lives outside the context.
   void set_external_wait(external_wait* w) noexcept { external_wait_ = w; }
@@ -152,6 +157,7 @@ class task_context : public gate_member {
       work_;
   asio::cancellation_signal signal_;
   external_wait* external_wait_ = nullptr;
+  std::unique_ptr<deadline_watch> watch_;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};

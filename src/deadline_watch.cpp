@@ -1,0 +1,98 @@
+#include "coral/detail/deadline_watch.hpp"
+
+#include <mutex>
+#include <utility>
+
+#include "coral/detail/join_state.hpp"
+#include "coral/detail/sleep_awaiter.hpp"
+
+namespace coral::detail {
+
+using clock = std::chrono::steady_clock;
+
+struct deadline_watch::shared {
+  std::mutex mutex;
+  deadline_watch* owner;                               // valid while !closed
+  join_state* join = nullptr;                          // the running timeout's (a reference), or none
+  clock::time_point deadline;                          // the running timeout's
+  clock::time_point armed = clock::time_point::max();  // when the pending wait expires; max: none
+  unsigned generation = 0;  // of the pending wait: a replaced or closed wait's handler is stale
+  bool closed = false;
+
+  explicit shared(deadline_watch* o) : owner(o) {}
+};
+
+// The pending wait's handler. It holds the shared part only: the watch may be gone when it runs.
+class deadline_watch::expiry {
+ public:
+  expiry(std::shared_ptr<shared> s, unsigned generation) noexcept : shared_(std::move(s)), generation_(generation) {}
+
+  void operator()(const boost::system::error_code& error) const {
+    shared& s = *shared_;
+    join_state* expired = nullptr;
+    {
+      std::lock_guard lock(s.mutex);
+      if (s.closed || generation_ != s.generation) return;  // replaced by an earlier deadline, or closed
+      s.armed = clock::time_point::max();
+      if (error || !s.join) return;  // no timeout running: stop until the next one begins
+      if (s.deadline > clock::now()) {
+        s.owner->arm(s, s.deadline);  // the running timeout began after this wait was armed
+        return;
+      }
+      expired = s.join;
+      expired->add_ref();
+    }
+    expired->end_branch(1);  // (cancels the operation: posts, runs nothing here)
+    expired->release();
+  }
+
+ private:
+  std::shared_ptr<shared> shared_;
+  unsigned generation_;
+};
+
+deadline_watch::deadline_watch(const asio::any_io_executor& executor)
+    : shared_(std::make_shared<shared>(this)),
+      timer_(std::make_unique<context_timer>(executor, clock::time_point::max())) {}
+
+deadline_watch::~deadline_watch() {
+  close();
+}
+
+void deadline_watch::arm(shared& s, clock::time_point at) {
+  s.armed = at;
+  ++s.generation;
+  timer_->expires_at(at);  // (a wait still pending completes as cancelled: stale)
+  timer_->async_wait(expiry(shared_, s.generation));
+}
+
+void deadline_watch::begin(join_state& join, clock::time_point deadline) {
+  join.add_ref();
+  std::lock_guard lock(shared_->mutex);
+  shared_->join = &join;
+  shared_->deadline = deadline;
+  if (deadline < shared_->armed) arm(*shared_, deadline);
+}
+
+void deadline_watch::end() noexcept {
+  join_state* ended;
+  {
+    std::lock_guard lock(shared_->mutex);
+    ended = std::exchange(shared_->join, nullptr);
+  }
+  if (ended) ended->release();
+}
+
+void deadline_watch::close() noexcept {
+  join_state* ended;
+  {
+    std::lock_guard lock(shared_->mutex);
+    if (shared_->closed) return;
+    shared_->closed = true;
+    ended = std::exchange(shared_->join, nullptr);
+  }
+  if (ended) ended->release();
+  timer_.reset();  // cancels a pending wait, whose handler then finds the watch closed
+}
+
+}  // namespace coral::detail
