@@ -217,6 +217,36 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(with_timeout_returns_the_result_or_throws_timeout_
   BOOST_TEST(out.ends_with(" 1 0"), out);
 }
 
+// A task's timeouts share one timer kept armed between them: a deadline that passed after its
+// operation ended must not end the next timeout, and a shorter deadline after a longer one must
+// still be kept.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_s_timeouts_in_a_row_each_keep_their_own_deadline, Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    int total = co_await coral::with_timeout(5ms, value_after(0ms, 1));
+    // The 5 ms deadline passes while this one runs.
+    total += co_await coral::with_timeout(std::chrono::hours(1), value_after(30ms, 2));
+    for (int i = 0; i < 300; ++i) {
+      // (All longer than the test's patience: a deadline that was not kept would show as a hang.)
+      const std::chrono::milliseconds limits[] = {std::chrono::hours(1), std::chrono::hours(3), 100s,
+                                                  std::chrono::hours(2)};
+      total += co_await coral::with_timeout(limits[i % 4], value_after(0ms, 1));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      co_await coral::with_timeout(20ms, sleeper(aborted));
+      co_return "no timeout";
+    } catch (const coral::timeout_error&) {
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    co_return std::to_string(total) + (waited >= 20ms ? " on time" : " early");
+  });
+  BOOST_TEST(get_within(std::move(j)) == "303 on time");
+  BOOST_TEST(aborted->load() == 1);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_the_nearest_deadline_wins_and_outer_cancellation_is_not_a_timeout, Place,
                               places) {
   Place place;
