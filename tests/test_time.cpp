@@ -38,6 +38,28 @@ BOOST_AUTO_TEST_CASE(sleep_for_and_sleep_until_wait_on_the_steady_clock) {
   BOOST_TEST(coral::sync_wait(t()));
 }
 
+BOOST_AUTO_TEST_CASE(a_duration_too_long_for_the_clock_means_never) {
+  // (It used to wrap around to a deadline in the past: the time-out fired at once.)
+  auto t = []() -> coral::task<std::vector<int>> {
+    auto work = []() -> coral::task<int> {
+      co_await coral::sleep_for(10ms);
+      co_return 7;
+    };
+    std::vector<int> got;
+    got.push_back(co_await coral::with_timeout(std::chrono::hours::max(), work()));
+    got.push_back(co_await coral::with_timeout(std::chrono::nanoseconds::max(), work()));
+    got.push_back(co_await coral::with_timeout(std::chrono::years(300), work()));
+    got.push_back(co_await coral::with_timeout(std::chrono::milliseconds(10'000'000'000'000), work()));
+    got.push_back(co_await coral::with_timeout(std::chrono::duration<double>(1e300), work()));
+    auto r = co_await coral::when_any(coral::sleep_for(std::chrono::hours::max()), work());
+    got.push_back(static_cast<int>(r.index()));
+    auto s = co_await coral::when_any(coral::sleep_for(std::chrono::years(1000)), work());
+    got.push_back(static_cast<int>(s.index()));
+    co_return got;
+  };
+  BOOST_TEST((coral::sync_wait(t()) == std::vector<int>{7, 7, 7, 7, 7, 1, 1}));
+}
+
 BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_its_next_sleep_at_once) {
   std::promise<void> started;
   std::promise<void> proceed;

@@ -56,16 +56,12 @@ class room {
   std::set<std::shared_ptr<participant>> participants_;
 };
 
-coral::task<> readable(tcp::socket& socket) {
-  co_await socket.async_wait(tcp::socket::wait_read, coral::use_task);
-}
-
 coral::task<> reader(tcp::socket& socket, room& r, coral::event& stopping) {
   std::string buffer;
   for (;;) {
-    // Idle: the first phase of a shutdown ends the session here (having taken nothing).
-    auto woke = co_await coral::when_any(readable(socket), until_set(stopping));
-    if (woke.index() == 1) co_return;
+    // Idle (no whole line buffered; a read may take several at once): the first phase of a
+    // shutdown ends the session here, having taken nothing from the socket.
+    if (buffer.find('\n') == std::string::npos && !co_await client_or_shutdown(socket, stopping)) co_return;
     // A line over max_line fails with asio::error::not_found: the session ends.
     const std::size_t n =
         co_await asio::async_read_until(socket, asio::dynamic_buffer(buffer, max_line), '\n', coral::use_task);
@@ -111,8 +107,8 @@ int main(int argc, char* argv[]) {
                                   "[--port N] [--threads N] [--grace-ms N] [--outbox N]");
   coral::event stopping;
   room r;
-  return run(o, [&](tcp::acceptor& acceptor) {
-    return serve(acceptor, o, stopping,
+  return run(o, [&](tcp::acceptor& acceptor, asio::signal_set& signals) {
+    return serve(acceptor, signals, o, stopping,
                  [&](tcp::socket socket) { return session(std::move(socket), r, stopping, outbox); });
   });
 }

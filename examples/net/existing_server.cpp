@@ -135,9 +135,9 @@ int main(int argc, char* argv[]) {
   if (argc == 3 && std::string(argv[1]) == "--port") port = static_cast<unsigned short>(std::atoi(argv[2]));
   asio::io_context io;
   server s(io, port);
+  asio::signal_set signals(io, SIGINT, SIGTERM);  // (before the port is announced)
   std::printf("listening on %u\n", static_cast<unsigned>(s.port()));
   std::fflush(stdout);
-  asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code, int) {
     s.stop();
     io.stop();  // as such servers do: what is still running is destroyed with the io_context

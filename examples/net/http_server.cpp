@@ -55,10 +55,6 @@ struct server_context {
   statistics stats;
 };
 
-coral::task<> readable(tcp::socket& socket) {
-  co_await socket.async_wait(tcp::socket::wait_read, coral::use_task);
-}
-
 coral::task<> read_request(tcp::socket& socket, beast::flat_buffer& buffer,
                            http::request_parser<http::string_body>& p) {
   co_await http::async_read(socket, buffer, p, coral::use_task);
@@ -67,11 +63,6 @@ coral::task<> read_request(tcp::socket& socket, beast::flat_buffer& buffer,
 template <class Message>
 coral::task<> write_message(tcp::socket& socket, Message& m) {
   co_await http::async_write(socket, m, coral::use_task);
-}
-
-template <class Buffers>
-coral::task<> write_buffers(tcp::socket& socket, Buffers buffers) {
-  co_await asio::async_write(socket, buffers, coral::use_task);
 }
 
 response text(const request& req, http::status status, std::string body, const char* type = "text/plain") {
@@ -114,13 +105,16 @@ std::string path_of(const request& req) {
 
 // GET /stream?n=N: N chunks, one every 100 ms, made by a producer task and handed over through a
 // channel. The producer and the writer are joined with when_all: if the client goes away the write
-// fails and when_all cancels the producer wherever it waits.
-coral::task<> stream(tcp::socket& socket, const request& req, long n, server_context& server) {
+// fails and when_all cancels the producer wherever it waits. An HTTP/1.0 client, which knows no
+// chunked encoding, gets the body as it comes, and the connection's end ends it. Returns whether
+// the connection stays open.
+coral::task<bool> stream(tcp::socket& socket, const request& req, long n, server_context& server) {
+  const bool chunked = req.version() >= 11;
   http::response<http::empty_body> res{http::status::ok, req.version()};
   res.set(http::field::server, "coral");
   res.set(http::field::content_type, "text/plain");
-  res.keep_alive(req.keep_alive());
-  res.chunked(true);
+  res.keep_alive(chunked && req.keep_alive());
+  res.chunked(chunked);
   http::response_serializer<http::empty_body> serializer{res};
   co_await coral::with_timeout(server.request_timeout, [&]() -> coral::task<> {
     co_await http::async_write_header(socket, serializer, coral::use_task);
@@ -137,12 +131,16 @@ coral::task<> stream(tcp::socket& socket, const request& req, long n, server_con
   };
   auto write = [&]() -> coral::task<> {
     while (auto chunk = co_await chunks.next()) {
-      co_await coral::with_timeout(server.request_timeout,
-                                   write_buffers(socket, http::make_chunk(asio::buffer(*chunk))));
+      if (chunked) {
+        co_await coral::with_timeout(server.request_timeout, write_all(socket, http::make_chunk(asio::buffer(*chunk))));
+      } else {
+        co_await coral::with_timeout(server.request_timeout, write_all(socket, asio::buffer(*chunk)));
+      }
     }
-    co_await coral::with_timeout(server.request_timeout, write_buffers(socket, http::make_chunk_last()));
+    if (chunked) co_await coral::with_timeout(server.request_timeout, write_all(socket, http::make_chunk_last()));
   };
   co_await coral::when_all(produce(), write());
+  co_return res.keep_alive();
 }
 
 // Answers one request; false if the connection must close afterwards.
@@ -166,9 +164,9 @@ coral::task<bool> answer(tcp::socket& socket, request& req, server_context& serv
     if (!n || *n > 10'000) {
       res = text(req, http::status::bad_request, "/stream?n=N, N from 0 to 10000\n");
     } else {
-      co_await stream(socket, req, *n, server);
+      const bool keep_alive = co_await stream(socket, req, *n, server);
       ++server.stats.requests_served;
-      co_return req.keep_alive();
+      co_return keep_alive;
     }
   } else if (path == "/echo" && req.method() == http::verb::post) {
     res = text(req, http::status::ok, std::move(req.body()), "application/octet-stream");
@@ -204,14 +202,8 @@ coral::task<> session(tcp::socket socket, server_context& server) {
   beast::flat_buffer buffer;
   try {
     for (;;) {
-      // Idle between requests (nothing pipelined is buffered, nothing arrived yet): where a
-      // shutdown's first phase ends the session; waiting for readability takes nothing from the
-      // client. A request already arriving skips the wait, and with it a round trip through epoll.
-      if (buffer.size() == 0 && !arrived(socket)) {
-        auto woke = co_await coral::when_any(coral::with_timeout(server.o.idle_timeout, readable(socket)),
-                                             until_set(server.stopping));
-        if (woke.index() == 1) break;
-      }
+      // Idle between requests, unless a pipelined one is buffered already (server.hpp).
+      if (buffer.size() == 0 && !co_await wait_for_client(socket, server.stopping, server.o.idle_timeout)) break;
       http::request_parser<http::string_body> parser;
       parser.header_limit(header_limit);
       parser.body_limit(body_limit);
@@ -256,8 +248,8 @@ int main(int argc, char* argv[]) {
   server.o = parse_options(static_cast<int>(common.size()), common.data(),
                            "[--port N] [--threads N] [--idle-timeout-ms N] [--grace-ms N] [--request-timeout-ms N]");
   server.request_timeout = request_timeout;
-  return run(server.o, [&](tcp::acceptor& acceptor) {
-    return serve(acceptor, server.o, server.stopping,
+  return run(server.o, [&](tcp::acceptor& acceptor, asio::signal_set& signals) {
+    return serve(acceptor, signals, server.o, server.stopping,
                  [&](tcp::socket socket) { return session(std::move(socket), server); });
   });
 }

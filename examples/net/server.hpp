@@ -16,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <coral/coral.hpp>
 #include <cstdio>
@@ -78,18 +79,59 @@ inline bool arrived(tcp::socket& socket) {
   return socket.available(error) > 0;  // (an error shows in the read that follows)
 }
 
-// The server's life: accepts with `accept_one(socket)` returning each connection's task (spawned
-// into the session group), until a signal; then the two phases above.
+// Until the client has sent something. Peeking, not reading: a wait that loses its race to the
+// shutdown has taken no bytes from the client. (Not async_wait(wait_read): that one re-arms the
+// descriptor in epoll with a system call each time, where a receive after a read that emptied the
+// socket just waits.)
+inline coral::task<> readable(tcp::socket& socket) {
+  char first;
+  co_await socket.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, coral::use_task);
+}
+
+// Writes all of `buffers` (a task, so that it can be given a time-out).
+template <class Buffers>
+coral::task<> write_all(tcp::socket& socket, Buffers buffers) {
+  co_await asio::async_write(socket, buffers, coral::use_task);
+}
+
+// True when the client has sent something, false when the shutdown began.
+inline coral::task<bool> client_or_shutdown(tcp::socket& socket, coral::event& stopping) {
+  auto woke = co_await coral::when_any(readable(socket), until_set(stopping));
+  co_return woke.index() == 0;
+}
+
+// A session's idle wait, the one place where the first phase of a shutdown ends it: true when the
+// client has sent something, false when the shutdown began; throws coral::timeout_error after
+// `limit`. (The time-out is around the race, not inside it: then it uses the session's own
+// deadline watch, which stays armed from one idle wait to the next.)
+inline coral::task<bool> wait_for_client(tcp::socket& socket, coral::event& stopping, std::chrono::milliseconds limit) {
+  if (arrived(socket)) co_return true;  // (skips the race, and a round trip through epoll)
+  co_return co_await coral::with_timeout(limit, client_or_shutdown(socket, stopping));
+}
+
+// Whether an accept failed for want of resources (descriptors, memory), which only time frees.
+inline bool out_of_resources(const boost::system::error_code& e) {
+  namespace errc = boost::system::errc;
+  return e == errc::too_many_files_open || e == errc::too_many_files_open_in_system || e == errc::no_buffer_space ||
+         e == errc::not_enough_memory;
+}
+
+// The server's life: accepts, with `session(socket)` returning each connection's task (spawned
+// into the session group), until a signal (`signals`, set up before the port is announced);
+// then the two phases above.
 template <class Session>
-coral::task<> serve(tcp::acceptor& acceptor, const options& o, coral::event& stopping, Session session) {
+coral::task<> serve(tcp::acceptor& acceptor, asio::signal_set& signals, const options& o, coral::event& stopping,
+                    Session session) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
-  asio::signal_set signals(executor, SIGINT, SIGTERM);
   auto accept_loop = [&]() -> coral::task<> {
     for (;;) {
       auto [error, socket] = co_await acceptor.async_accept(asio::as_tuple(coral::use_task));
       if (error == asio::error::operation_aborted) throw boost::system::system_error(error);
-      if (error) continue;  // (a connection reset before it was accepted, out of descriptors...)
+      // Out of descriptors, the pending connection stays in the backlog and the next accept fails
+      // at once: wait for sessions to end instead of spinning.
+      if (out_of_resources(error)) co_await coral::sleep_for(100ms);
+      if (error) continue;  // (and a connection reset before it was accepted)
       sessions.spawn([&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
     }
   };
@@ -117,7 +159,9 @@ coral::task<> serve(tcp::acceptor& acceptor, const options& o, coral::event& sto
   std::fflush(stdout);
 }
 
-// Runs `server` (a task) on an io_context run by o.threads threads; returns the exit status.
+// Runs `server(acceptor, signals)` (a task) on an io_context run by o.threads threads; returns the
+// exit status. SIGINT and SIGTERM are caught from before the port is announced: a supervisor that
+// stops the server as soon as it listens gets the graceful shutdown too.
 template <class Server>
 int run(const options& o, Server server) {
   // A connection is a descriptor: allow as many as the system lets this process have.
@@ -129,9 +173,10 @@ int run(const options& o, Server server) {
   try {
     asio::io_context io(static_cast<int>(o.threads));
     tcp::acceptor acceptor(io, {tcp::v4(), o.port});
+    asio::signal_set signals(io, SIGINT, SIGTERM);
     std::printf("listening on %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
     std::fflush(stdout);
-    auto job = coral::spawn(io.get_executor(), server(acceptor));
+    auto job = coral::spawn(io.get_executor(), server(acceptor, signals));
     std::vector<std::jthread> threads;
     for (unsigned i = 1; i < o.threads; ++i) threads.emplace_back([&io] { io.run(); });
     io.run();

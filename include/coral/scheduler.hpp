@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/deadline.hpp"
 #include "coral/detail/executors.hpp"
 
 namespace coral {
@@ -83,7 +84,7 @@ class scheduler {
   class targeted {
    public:
     targeted after(clock::duration d) && {
-      when_ = clock::now() + d;
+      when_ = detail::deadline_after(d);
       return std::move(*this);
     }
     targeted at(clock::time_point tp) && {
@@ -116,7 +117,7 @@ class scheduler {
   }
   template <class F>
   handle submit_after(F f, clock::duration d) {
-    return schedule(executor_, std::move(f), clock::now() + d, {});
+    return schedule(executor_, std::move(f), detail::deadline_after(d), {});
   }
   template <class F>
   handle submit_at(F f, clock::time_point tp) {

@@ -4,6 +4,7 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/deadline.hpp"
 #include "coral/detail/deadline_watch.hpp"
 #include "coral/detail/join_awaiter.hpp"
 #include "coral/error.hpp"
@@ -17,7 +18,10 @@ namespace coral {
 // the given time (counted from when the returned task starts). If the time runs out first, the
 // operation — and everything it started: its children, its nested waits, whatever it starts
 // later — is cancelled and awaited, then timeout_error is thrown (its message names the
-// duration). Otherwise its result is returned, or its exception rethrown.
+// duration). Otherwise its result is returned, or its exception rethrown. A task that completes
+// all the same (it was done before the cancellation reached it, or ended normally on it) has its
+// result returned: a result is never dropped. A duration too long for the steady clock means no
+// limit.
 //
 // Timeouts nest: the nearest deadline wins (an inner timeout surfaces as the inner
 // timeout_error). Cancelling the awaiting task cancels the operation and surfaces as
@@ -93,17 +97,22 @@ class timed_awaiter : protected join_awaiter_base {
 };
 
 // `limit`: a duration (the deadline is fixed when the task starts, not when it is created) or a
-// time point. The timeout message is only built if it is thrown.
-template <class T, class Task, class Limit>
+// time point. The timeout message is only built if it is thrown. `late_result`: the operation is a
+// task, whose result, if it has one after the deadline, is real (a raced channel operation that
+// lost has done nothing, and its branch ends with no meaningful result).
+template <class T, bool late_result, class Task, class Limit>
 task<T> run_timed(Task operation, Limit limit) {
   std::chrono::steady_clock::time_point deadline;
   if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
-    deadline = std::chrono::steady_clock::now() + limit;
+    deadline = deadline_after(limit);
   } else {
     deadline = limit;
   }
   timed_awaiter<Task> timed(std::move(operation), deadline);
-  if (co_await timed) {
+  // The deadline ended the join, but the operation may have finished all the same: it was complete
+  // before the cancellation reached it (a value a channel handed over just after the deadline).
+  // Then its result is returned: never dropped.
+  if (co_await timed && !(late_result && timed.result().has_value())) {
     // If the task was cancelled before its cancellation reached the operation, that is what it
     // hears.
     task_context& self = co_await current_segment{};
@@ -126,14 +135,15 @@ task<T> run_timed(Task operation, Limit limit) {
 template <class Rep, class Period, detail::race_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
-  return detail::run_timed<T>(detail::as_join_task(std::forward<A>(a)),
-                              std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+  constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
+  return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), detail::clock_duration(timeout));
 }
 
 template <detail::race_argument A>
 auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
-  return detail::run_timed<T>(detail::as_join_task(std::forward<A>(a)), deadline);
+  constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
+  return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), deadline);
 }
 
 }  // namespace coral

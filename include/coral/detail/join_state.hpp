@@ -38,9 +38,10 @@ class join_state {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  // Before any child starts: registers a child (holding an object reference to it).
-  void add_child(task_context& child) {
-    children_.push_back(&child);
+  // Before any child starts: registers a child (holding an object reference to it). `here`: it
+  // runs on the parent's executor, which runs one thing at a time.
+  void add_child(task_context& child, bool here) {
+    children_.push_back({&child, here});
     child.add_ref();
   }
 
@@ -51,7 +52,7 @@ class join_state {
   void child_ended(std::size_t index, bool failed, bool on_parent_executor) noexcept {
     // (A channel may have decided the race for this child already, when it handed it a value.)
     if ((kind_ == join_kind::first_end || failed) && decision_.decide(static_cast<std::ptrdiff_t>(index))) {
-      cancel_children(asio::cancellation_type::all, index);
+      cancel_children(asio::cancellation_type::all, on_parent_executor, index);
     }
     arrive(on_parent_executor);
     release();
@@ -60,7 +61,7 @@ class join_state {
   // Any thread: a branch that is not a child (with_timeout's deadline) has ended. If it is the
   // first, it decides the join and every child is cancelled.
   void end_branch(std::ptrdiff_t branch) noexcept {
-    if (decision_.decide(branch)) cancel_children(asio::cancellation_type::all);
+    if (decision_.decide(branch)) cancel_children(asio::cancellation_type::all, false);
   }
 
   // The index of the child that ended the join early (first failure / first end), or -1.
@@ -73,10 +74,19 @@ class join_state {
     return race_ticket(decision_, static_cast<std::ptrdiff_t>(index));
   }
 
-  // Any thread: cancels every child but `except`.
-  void cancel_children(asio::cancellation_type type, std::size_t except = static_cast<std::size_t>(-1)) noexcept {
+  // Cancels every child but `except`. `on_parent_executor`: the caller runs on the parent's
+  // executor, where the children that share it are suspended (or ended): their signals are emitted
+  // right here rather than through a post, which on a strand would wake another thread to run it.
+  // The others' go through their executors.
+  void cancel_children(asio::cancellation_type type, bool on_parent_executor,
+                       std::size_t except = static_cast<std::size_t>(-1)) noexcept {
     for (std::size_t i = 0; i < children_.size(); ++i) {
-      if (i != except) children_[i]->cancel(type);
+      if (i == except) continue;
+      if (on_parent_executor && children_[i].here) {
+        children_[i].context->cancel_here(type);
+      } else {
+        children_[i].context->cancel(type);
+      }
     }
   }
 
@@ -99,7 +109,7 @@ class join_state {
 
  private:
   ~join_state() {
-    for (auto* child : children_) child->release();
+    for (auto& child : children_) child.context->release();
   }
 
   void arrive(bool on_parent_executor) noexcept {
@@ -121,7 +131,11 @@ class join_state {
   std::atomic<int> link_{waiting};
   std::atomic<int> refs_{1};
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
-  std::vector<task_context*> children_;
+  struct child {
+    task_context* context;
+    bool here;
+  };
+  std::vector<child> children_;
 };
 
 // A child of a join: a segment whose end is reported to the join. Its result stays here until
@@ -162,7 +176,7 @@ struct forward_join_cancellation {
   explicit forward_join_cancellation(join_state* j) noexcept : join(j) { join->add_ref(); }
   forward_join_cancellation(const forward_join_cancellation&) = delete;
   ~forward_join_cancellation() { join->release(); }
-  void operator()(asio::cancellation_type type) const { join->cancel_children(type); }
+  void operator()(asio::cancellation_type type) const { join->cancel_children(type, true); }
 };
 
 // The parent's side of a join, for awaiters that own their children's states: creates the join,
@@ -179,7 +193,7 @@ class join_awaiter_base : public external_wait {
     if (join_) {
       // The frame is going away while children may still run (its context shut down): they are
       // cancelled and clean up after themselves.
-      if (join_->detach()) join_->cancel_children(asio::cancellation_type::all);
+      if (join_->detach()) join_->cancel_children(asio::cancellation_type::all, false);
       join_->release();
     }
   }
@@ -213,7 +227,7 @@ class join_awaiter_base : public external_wait {
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
     member->starts_here = here;
-    join_->add_child(*member);
+    join_->add_child(*member, here);
     return member;
   }
 
@@ -260,7 +274,7 @@ class join_awaiter_base : public external_wait {
  private:
   void abandon() noexcept override {
     if (!join_->detach()) return;  // the children have ended and the parent's resumption is queued
-    join_->cancel_children(asio::cancellation_type::all);
+    join_->cancel_children(asio::cancellation_type::all, false);
     join_->parent.let_go();  // may destroy the frame holding this awaiter
   }
 

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/deadline.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/suspended_task.hpp"
 
@@ -66,7 +67,7 @@ class sleep_awaiter {
   explicit sleep_awaiter(std::chrono::steady_clock::time_point deadline) noexcept : deadline_(deadline) {}
   template <class Rep, class Period>
   static sleep_awaiter after(std::chrono::duration<Rep, Period> d) {
-    return sleep_awaiter(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+    return sleep_awaiter(deadline_after(clock_duration(d)));
   }
 
   bool await_ready() const noexcept { return false; }

@@ -110,6 +110,11 @@ class resuming_handler {
   executor_type get_executor() const noexcept { return task_.context().executor(); }
   cancellation_slot_type get_cancellation_slot() const noexcept { return task_.context().op_slot(); }
 
+  // The task that started the operation is waiting for it: its completion continues that task, as
+  // Asio's spawn marks its handlers. An operation that completes at once is then queued on this
+  // thread instead of waking another one to run it.
+  friend bool asio_handler_is_continuation(resuming_handler*) noexcept { return true; }
+
   template <class... A>
   void operator()(A&&... args) {
     // The operation is over: its cancellation handler must not outlive it (it may point into an
