@@ -17,6 +17,7 @@
 #include <chrono>
 #include <coral/coral.hpp>  // [coral] the one include
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,8 @@ using namespace std::chrono_literals;
 
 // New code, written as coral tasks: straight-line, and it may wait without holding a thread.
 coral::task<long> square_slowly(long n) {
-  co_await coral::sleep_for(10ms);  // (a database, a cache, another service...)
+  co_await coral::sleep_for(10ms);                            // (a database, a cache, another service...)
+  if (n > 3'037'000'499 || n < -3'037'000'499) co_return -1;  // (the square would not fit)
   co_return n* n;
 }
 
@@ -93,11 +95,18 @@ class session : public std::enable_shared_from_this<session> {
         }));
   }
 
+  // One write at a time on a socket (two would interleave their bytes): replies queue up.
   void write(std::string reply) {
-    auto data = std::make_shared<std::string>(std::move(reply));
-    asio::async_write(socket_, asio::buffer(*data),
-                      [self = shared_from_this(), data](boost::system::error_code e, std::size_t) {
-                        if (e) self->stop();
+    outbox_.push_back(std::move(reply));
+    if (outbox_.size() == 1) write_front();
+  }
+
+  void write_front() {
+    asio::async_write(socket_, asio::buffer(outbox_.front()),
+                      [self = shared_from_this()](boost::system::error_code e, std::size_t) {
+                        if (e) return self->stop();
+                        self->outbox_.pop_front();
+                        if (!self->outbox_.empty()) self->write_front();
                       });
   }
 
@@ -109,6 +118,7 @@ class session : public std::enable_shared_from_this<session> {
 
   tcp::socket socket_;
   std::string input_;
+  std::deque<std::string> outbox_;
   coral::channel<std::string> replies_{16};
 };
 

@@ -182,6 +182,7 @@ coral::task<bool> answer(tcp::socket& socket, request& req, server_context& serv
   } else {
     res = text(req, http::status::not_found, "no such page: " + path + "\n");
   }
+  if (req.method() == http::verb::head) res->body().clear();  // (Content-Length stays: the GET's)
   co_await coral::with_timeout(server.request_timeout, write_message(socket, *res));
   ++server.stats.requests_served;
   co_return res->keep_alive();
@@ -223,6 +224,9 @@ coral::task<> session(tcp::socket socket, server_context& server) {
       }
       request req = parser.release();
       if (!co_await answer(socket, req, server)) break;
+      // A shutdown began meanwhile: the request in flight is answered, no new one is started
+      // (a busy keep-alive client might never leave the idle wait's path).
+      if (server.stopping.is_set()) break;
     }
     boost::system::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_send, ignored);
