@@ -65,6 +65,30 @@ BOOST_AUTO_TEST_CASE(echo_idle_timeout) {
   BOOST_TEST(server.interrupt() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(echo_a_client_that_never_reads_is_dropped_after_the_idle_timeout) {
+  // It sends, and never reads the echo: the server's write stalls. Without a time-out on that
+  // write the session (and this client's write) would wait forever.
+  server_process server(arguments({"--idle-timeout-ms", "300"}));
+  tcp::socket client(io, tcp::v4());
+  client.set_option(asio::socket_base::receive_buffer_size(4096));
+  bool connected = false;
+  client.async_connect(server.endpoint(), [&](boost::system::error_code e) {
+    BOOST_REQUIRE_MESSAGE(!e, e.message());
+    connected = true;
+  });
+  run_until(connected, "connect");
+  const std::string flood(64 << 20, 'f');  // more than every buffer on the way holds
+  boost::system::error_code error;
+  bool done = false;
+  asio::async_write(client, asio::buffer(flood), [&](boost::system::error_code e, std::size_t) {
+    error = e;
+    done = true;
+  });
+  run_until(done, "the server to drop the client");
+  BOOST_TEST((error == asio::error::connection_reset || error == asio::error::broken_pipe), error.message());
+  BOOST_TEST(server.interrupt() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(echo_graceful_shutdown_ends_idle_sessions_at_once) {
   server_process server(arguments());
   auto first = connect_to(server.endpoint());
@@ -299,6 +323,25 @@ BOOST_AUTO_TEST_CASE(http_a_stream_to_an_http_1_0_client_is_not_chunked) {
   BOOST_TEST(raw.find("HTTP/1.0 200") == 0, raw);
   BOOST_TEST(raw.find("chunked") == std::string::npos, raw);
   BOOST_TEST(raw.ends_with("\r\n\r\nchunk 0\nchunk 1\n"), raw);
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_a_head_response_has_no_body) {
+  // Its body would be read as the start of the next response on the connection.
+  server_process server(arguments());
+  http_connection c(server.endpoint());
+  c.send("HEAD / HTTP/1.1\r\nHost: test\r\n\r\n");
+  http::response_parser<http::empty_body> head;
+  head.skip(true);  // (a response to HEAD: whatever Content-Length says, no body follows)
+  bool done = false;
+  http::async_read(c.socket, c.buffer, head, [&](boost::system::error_code e, std::size_t) {
+    BOOST_REQUIRE_MESSAGE(!e, e.message());
+    done = true;
+  });
+  run_until(done, "the HEAD response");
+  const auto res = c.get("/");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello from coral\n");
   BOOST_TEST(server.interrupt() == 0);
 }
 
