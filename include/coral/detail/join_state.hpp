@@ -46,10 +46,11 @@ class join_state {
   }
 
   // A child ended (any thread). The decisive one cancels all its siblings.
-  // Releases the child's reference to the join. `on_parent_executor`: the child ended on the
-  // parent's executor, in a turn of its own (not while the context shuts down), so the parent may
-  // be resumed right here instead of being posted.
-  void child_ended(std::size_t index, bool failed, bool on_parent_executor) noexcept {
+  // Releases the child's reference to the join. `in_own_turn`: it ended in a turn of its executor
+  // (not while the context shuts down); if that is the parent's executor, the parent may be
+  // resumed right here instead of being posted.
+  void child_ended(std::size_t index, bool failed, bool in_own_turn) noexcept {
+    const bool on_parent_executor = in_own_turn && children_[index].here;
     // (A channel may have decided the race for this child already, when it handed it a value.)
     if ((kind_ == join_kind::first_end || failed) && decision_.decide(static_cast<std::ptrdiff_t>(index))) {
       cancel_children(asio::cancellation_type::all, on_parent_executor, index);
@@ -63,6 +64,9 @@ class join_state {
   void end_branch(std::ptrdiff_t branch) noexcept {
     if (decision_.decide(branch)) cancel_children(asio::cancellation_type::all, false);
   }
+
+  // Whether child `index` runs on the parent's executor (so it starts on the spot).
+  bool starts_here(std::size_t index) const noexcept { return children_[index].here; }
 
   // The index of the child that ended the join early (first failure / first end), or -1.
   std::ptrdiff_t decisive() const noexcept { return decision_.winner(); }
@@ -148,8 +152,7 @@ class join_member final : public job_state<T> {
     join_->add_ref();
   }
 
-  // Whether it starts on the spot, on the parent's (serialised) executor.
-  bool starts_here = false;
+  std::size_t index() const noexcept { return index_; }
 
  protected:
   race_ticket race_branch() const noexcept override { return join_ ? join_->ticket(index_) : race_ticket(); }
@@ -160,8 +163,7 @@ class join_member final : public job_state<T> {
     this->mark_observed();
     // The join holds a reference to this member until it goes: let go of it here, not in the
     // destructor, or neither would ever go.
-    std::exchange(join_, nullptr)
-        ->child_ended(index_, this->result().has_exception(), starts_here && !this->abandoned());
+    std::exchange(join_, nullptr)->child_ended(index_, this->result().has_exception(), !this->abandoned());
   }
 
  private:
@@ -226,7 +228,6 @@ class join_awaiter_base : public external_wait {
     auto* member = new join_member<T>(here ? std::move(*shared) : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
-    member->starts_here = here;
     join_->add_child(*member, here);
     return member;
   }
@@ -244,7 +245,7 @@ class join_awaiter_base : public external_wait {
   void start(join_member<T>& member) {
     if (join_->decisive() >= 0) {
       member.discard();
-    } else if (member.starts_here) {
+    } else if (join_->starts_here(member.index())) {
       member.start_here();
     } else {
       member.start();
