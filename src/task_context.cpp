@@ -105,33 +105,30 @@ placement place(const asio::any_io_executor& executor, bool cancellable) {
 }
 
 task_context::task_context(placement where)
-    : executor_(std::move(where.executor)), gate_(std::move(where.gate)), serialised_(where.serialised) {
-  const task_context* same = where.same_as;
-  if (same && same->work_.index() != 0) {  // (0: that segment has left its context already)
-    if (same->work_.index() == 3) {
-      work_.emplace<3>(std::make_unique<asio::any_io_executor>(*std::get<3>(same->work_)));
-    } else if (same->work_.index() == 2) {
-      work_.emplace<2>(std::get<2>(same->work_));
-    } else {
-      work_.emplace<1>(std::get<1>(same->work_));
-    }
+    : host_(where.host ? where.host : this),
+      executor_(std::move(where.executor)),
+      gate_(std::move(where.gate)),
+      serialised_(where.serialised) {
+  if (hosted()) {
+    host_->add_ref();
+    return;
+  }
+  constexpr auto tracked = asio::execution::outstanding_work.tracked;
+  if (auto io = io_context_executor_of(executor_)) {
+    work_.emplace<1>(asio::prefer(*io, tracked));
+  } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
+    work_.emplace<2>(asio::prefer(*pool, tracked));
+  } else if (auto* strand = executor_.target<pool_strand>()) {
+    work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
   } else {
-    constexpr auto tracked = asio::execution::outstanding_work.tracked;
-    if (auto io = io_context_executor_of(executor_)) {
-      work_.emplace<1>(asio::prefer(*io, tracked));
-    } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
-      work_.emplace<2>(asio::prefer(*pool, tracked));
-    } else if (auto* strand = executor_.target<pool_strand>()) {
-      work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
-    } else {
-      work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
-    }
+    work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
   }
   gate_->link(*this);
 }
 
 task_context::~task_context() {
   leave_context();
+  if (hosted()) host_->release();
 }
 
 void task_context::throw_cancelled() {
@@ -157,16 +154,19 @@ void task_context::cancel(asio::cancellation_type type) {
   // which may hold a strand of the context.
   std::optional<context_gate::pass> pass;
   std::optional<asio::any_io_executor> executor;
-  gate_->if_linked(*this, [&] {
-    pass.emplace(*gate_);
-    if (*pass) executor = executor_;
+  // (A hosted segment's signal goes through its host's executor, which is its own.)
+  task_context& host = *host_;
+  host.gate_->if_linked(host, [&] {
+    pass.emplace(*host.gate_);
+    if (*pass) executor = host.executor_;
   });
   if (executor) asio::post(*executor, std::move(e));
 }
 
 void task_context::leave_context() noexcept {
   // The tracked work ends on the context's scheduler: not after its shutdown stopped waiting.
-  gate_->unlink_and(*this, [this]() noexcept { drop_executor(); });
+  if (!hosted()) return gate_->unlink_and(*this, [this]() noexcept { drop_executor(); });
+  gate().once_and(left_, [this]() noexcept { drop_executor(); });
 }
 
 void task_context::abandon() noexcept {
@@ -177,14 +177,19 @@ void task_context::abandon() noexcept {
   while (keeps != 0 &&
          !keep_alive_.compare_exchange_weak(keeps, keeps + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
   }
-  if (keeps == 0) return drop_executor();
+  // (A linked segment was unlinked by the shutdown, which leaves for it; a hosted one may be
+  // leaving on a waker's thread, under the gate's lock, which the shutdown waits for.)
+  auto leave = [this]() noexcept {
+    if (!hosted() || !left_.exchange(true, std::memory_order_acq_rel)) drop_executor();
+  };
+  if (keeps == 0) return leave();
   if (auto* wait = std::exchange(external_wait_, nullptr)) wait->abandon();
-  drop_executor();
+  leave();
   release_keep_alive();  // the last one destroys the frames, as the abandoned wait would have
 }
 
 deadline_watch& task_context::watch() {
-  if (!watch_) watch_ = std::make_unique<deadline_watch>(executor_);
+  if (!watch_) watch_ = std::make_unique<deadline_watch>(executor());
   return *watch_;
 }
 

@@ -144,6 +144,16 @@ class context_gate {
     std::lock_guard lock(members_mutex_);
     if (unlink_locked(m)) let_go();
   }
+  // As unlink_and, for a member that is not linked (a hosted segment): `done` says who lets go.
+  template <class F>
+  void once_and(std::atomic<bool>& done, F&& let_go) noexcept {
+    if (pass p(*this); p) {
+      if (!done.exchange(true, std::memory_order_acq_rel)) let_go();
+      return;
+    }
+    std::lock_guard lock(members_mutex_);
+    if (!done.exchange(true, std::memory_order_acq_rel)) let_go();
+  }
   // Runs f() under the members lock if `m` is still linked (for cancel(), which must not race
   // with the member's end). Returns whether it ran.
   template <class F>

@@ -38,10 +38,10 @@ class join_state {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  // Before any child starts: registers a child (holding an object reference to it). `here`: it
-  // runs on the parent's executor, which runs one thing at a time.
-  void add_child(task_context& child, bool here) {
-    children_.push_back({&child, here});
+  // Before any child starts: registers a child (holding an object reference to it). `hosted`: it
+  // runs on the parent's executor, which runs one thing at a time, hosted by the parent's segment.
+  void add_child(task_context& child, bool hosted) {
+    children_.push_back({&child, hosted});
     child.add_ref();
   }
 
@@ -50,7 +50,7 @@ class join_state {
   // (not while the context shuts down); if that is the parent's executor, the parent may be
   // resumed right here instead of being posted.
   void child_ended(std::size_t index, bool failed, bool in_own_turn) noexcept {
-    const bool on_parent_executor = in_own_turn && children_[index].here;
+    const bool on_parent_executor = in_own_turn && children_[index].hosted;
     // (A channel may have decided the race for this child already, when it handed it a value.)
     if ((kind_ == join_kind::first_end || failed) && decision_.decide(static_cast<std::ptrdiff_t>(index))) {
       cancel_children(asio::cancellation_type::all, on_parent_executor, index);
@@ -66,7 +66,7 @@ class join_state {
   }
 
   // Whether child `index` runs on the parent's executor (so it starts on the spot).
-  bool starts_here(std::size_t index) const noexcept { return children_[index].here; }
+  bool starts_here(std::size_t index) const noexcept { return children_[index].hosted; }
 
   // The index of the child that ended the join early (first failure / first end), or -1.
   std::ptrdiff_t decisive() const noexcept { return decision_.winner(); }
@@ -86,11 +86,19 @@ class join_state {
                        std::size_t except = static_cast<std::size_t>(-1)) noexcept {
     for (std::size_t i = 0; i < children_.size(); ++i) {
       if (i == except) continue;
-      if (on_parent_executor && children_[i].here) {
+      if (on_parent_executor && children_[i].hosted) {
         children_[i].context->cancel_here(type);
       } else {
         children_[i].context->cancel(type);
       }
+    }
+  }
+
+  // The parent's context is shutting down: the children hosted by the parent's segment are not
+  // linked to the context's gate, so they are abandoned from here.
+  void abandon_hosted_children() noexcept {
+    for (auto& child : children_) {
+      if (child.hosted) child.context->abandon_hosted();
     }
   }
 
@@ -137,7 +145,7 @@ class join_state {
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
     task_context* context;
-    bool here;
+    bool hosted;
   };
   std::vector<child> children_;
 };
@@ -220,15 +228,14 @@ class join_awaiter_base : public external_wait {
       }
     } guard{frame};
     // Always cancellable (a sibling's failure or a win cancels it), so always serialised: on the
-    // parent's executor as it is when that one is.
+    // parent's executor as it is (hosted by the parent's segment) when that one is.
     const auto& executor = bound ? *bound : parent_context_->executor();
-    std::optional<placement> shared;
-    if (!bound || executor == parent_context_->executor()) shared = parent_context_->shared_placement();
-    const bool here = shared.has_value();
-    auto* member = new join_member<T>(here ? std::move(*shared) : place(executor, true), *join_, index);
+    std::optional<placement> hosted;
+    if (!bound || executor == parent_context_->executor()) hosted = parent_context_->hosted_placement();
+    auto* member = new join_member<T>(hosted ? std::move(*hosted) : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
-    join_->add_child(*member, here);
+    join_->add_child(*member, hosted.has_value());
     return member;
   }
 
@@ -276,6 +283,7 @@ class join_awaiter_base : public external_wait {
   void abandon() noexcept override {
     if (!join_->detach()) return;  // the children have ended and the parent's resumption is queued
     join_->cancel_children(asio::cancellation_type::all, false);
+    join_->abandon_hosted_children();
     join_->parent.let_go();  // may destroy the frame holding this awaiter
   }
 

@@ -21,8 +21,9 @@ struct placement {
   std::shared_ptr<context_gate> gate;
   // Whether `executor` runs one thing at a time (a strand, a single-threaded io_context).
   bool serialised = false;
-  // A segment already placed on `executor`, whose bookkeeping is copied rather than worked out.
-  const class task_context* same_as = nullptr;
+  // For a hosted segment (see task_context): its host, whose executor and gate it uses (then
+  // `executor` and `gate` are empty).
+  class task_context* host = nullptr;
 };
 
 // Finds the gate of `executor`'s context and, for a segment that can be cancelled, serialises
@@ -46,6 +47,14 @@ class external_wait {
 // A spawned task is one segment (its root); a child awaited on another executor is a segment of
 // its own. Inline children use their parent's segment.
 //
+// A child of a join that runs on its parent's executor (with_timeout's operation, a when_any
+// branch) is a segment of its own too (its own cancellation), but it is *hosted*: it runs only
+// while its parent waits for it, so it borrows what its host (the nearest segment that is not
+// hosted) holds for the context: the executor, the gate's link and the outstanding work. It is
+// reached at shutdown through its parent's wait (the join abandons it), and it needs no lock
+// of the gate's to start and end. Each of these would otherwise be an atomic operation on a line
+// every thread of the context shares, several times per timeout.
+//
 // Two counts:
 //  - keep-alive references, held by whatever will resume the segment next (a posted handler, a
 //    pending Asio operation, a channel waiter, a child's completion). When none is left the
@@ -65,15 +74,17 @@ class task_context : public gate_member {
   task_context& operator=(const task_context&) = delete;
 
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
-  const asio::any_io_executor& executor() const noexcept { return executor_; }
-  context_gate& gate() const noexcept { return *gate_; }
+  const asio::any_io_executor& executor() const noexcept { return host_->executor_; }
+  context_gate& gate() const noexcept { return *host_->gate_; }
 
-  // For a child segment that runs on this segment's executor, when that executor can be shared
-  // as it is (it runs one thing at a time).
-  std::optional<placement> shared_placement() const {
+  // For a child that runs on this segment's executor while this segment waits for it (a join's
+  // member), when that executor can be shared as it is (it runs one thing at a time): a hosted
+  // segment.
+  std::optional<placement> hosted_placement() const noexcept {
     if (!serialised_) return std::nullopt;
-    return placement{executor_, gate_, true, this};
+    return placement{{}, nullptr, true, host_};
   }
+  bool hosted() const noexcept { return host_ != this; }
 
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   // Inline: every suspension point checks it; the throw itself is out of line.
@@ -107,6 +118,10 @@ class task_context : public gate_member {
   // On the executor, around a wait whose waker lives outside the context.
   void set_external_wait(external_wait* w) noexcept { external_wait_ = w; }
 
+  // A hosted segment whose parent's wait was abandoned (its context is shutting down): what the
+  // gate's shutdown does for a segment linked to it.
+  void abandon_hosted() noexcept { abandon(); }
+
   void add_keep_alive() noexcept { keep_alive_.fetch_add(1, std::memory_order_relaxed); }
   void release_keep_alive() noexcept {
     if (keep_alive_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -128,8 +143,8 @@ class task_context : public gate_member {
   // No keep-alive reference is left while the frames are suspended: destroy them.
   virtual void chain_released() noexcept = 0;
 
-  // The segment's end: unlinks it from its gate and lets go of its executor and outstanding
-  // work, so that nothing of the segment touches the context afterwards. Idempotent; the first
+  // The segment's end: unlinks it from its gate and lets go of its executor, outstanding work and
+  // timer, so that nothing of the segment touches the context afterwards. Idempotent; the first
   // call (or the context's shutdown) does it.
   void leave_context() noexcept;
 
@@ -147,6 +162,9 @@ class task_context : public gate_member {
       std::decay_t<decltype(asio::prefer(std::declval<Executor>(), asio::execution::outstanding_work.tracked))>;
   void drop_executor() noexcept;
 
+  // The segment itself, or the one hosting it (an object reference is held on it).
+  task_context* const host_;
+  // Empty in a hosted segment.
   asio::any_io_executor executor_;
   std::shared_ptr<context_gate> gate_;
   // As with asio::co_spawn, a running segment counts as outstanding work on its executor: an
@@ -162,6 +180,8 @@ class task_context : public gate_member {
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> ended_{false};
+  // A hosted segment has no link to tell who leaves the context: this does.
+  std::atomic<bool> left_{false};
   bool serialised_;
 };
 
