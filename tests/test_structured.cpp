@@ -6,8 +6,10 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/test/unit_test.hpp>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -343,6 +345,59 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_the_context_of_a_waiting_parent_frees_i
   // The pool child is cancelled by the parent's going away and ends on its own.
   for (int i = 0; i < 3000 && lifetime::alive != 0; ++i) thread_of(coral::pool_executor{});
   BOOST_TEST(lifetime::alive == 0);
+}
+
+// A thread_pool of two threads, destroyed (stopped, joined, shut down) with tasks suspended on it.
+struct owned_thread_pool {
+  asio::thread_pool pool{2};
+  asio::thread_pool::executor_type get_executor() { return pool.get_executor(); }
+  void settle() {
+    for (int i = 0; i < 4; ++i) thread_of(pool.get_executor());
+  }
+};
+
+// A join's children on the parent's executor are hosted by the parent's segment: at shutdown they
+// are reached only through the parent's wait. Here they are nested (a when_any inside a
+// with_timeout, a with_timeout inside that), one waits on a channel fed from another thread, and
+// the context goes while a value may be arriving: every frame and every value is freed.
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_nested_hosted_children_whenever_a_value_arrives, Context,
+                              decltype(std::tuple_cat(owned_contexts{}, std::tuple<owned_thread_pool>{}))) {
+  std::mt19937 random(20261123);
+  int received = 0;
+  for (int round = 0; round < 40; ++round) {
+    auto aborted = std::make_shared<std::atomic<int>>(0);
+    coral::channel<lifetime> values(4);
+    coral::job<int> j;
+    std::thread feeder;
+    {
+      Context context;
+      j = coral::spawn(context.get_executor(), [&values, aborted]() -> coral::task<int> {
+        auto race = [&values, aborted]() -> coral::task<int> {
+          auto r =
+              co_await coral::when_any(values.receive(), coral::with_timeout(std::chrono::hours(1), sleeper(aborted)));
+          co_return static_cast<int>(r.index());
+        };
+        co_return co_await coral::with_timeout(std::chrono::hours(1), race());
+      });
+      const auto delay = std::chrono::microseconds(random() % 300);
+      feeder = std::thread([&values, delay] {
+        std::this_thread::sleep_for(delay);  // (random timing against the context's destruction)
+        values.try_send(lifetime{});
+      });
+      context.settle();
+    }
+    feeder.join();
+    const auto failure = failure_of(j);
+    if (!failure) {
+      ++received;  // the value won before the context went
+    } else {
+      BOOST_TEST((failure == asio::error::operation_aborted));
+    }
+    while (values.try_receive()) {
+    }
+    BOOST_TEST(lifetime::alive == 0);
+  }
+  BOOST_TEST_MESSAGE(received << " of 40 rounds received the value before the context went");
 }
 
 BOOST_AUTO_TEST_CASE(empty_tasks_and_an_empty_when_any_are_refused_with_a_clear_error) {
