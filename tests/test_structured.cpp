@@ -400,6 +400,74 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_nested_hosted_children_
   BOOST_TEST_MESSAGE(received << " of 40 rounds received the value before the context went");
 }
 
+coral::task<> wait_for(coral::event& e) {
+  co_await e.wait();
+}
+
+// On inline_executor a cancellation runs everything on the spot: the join's cancellation handler
+// cancels a child, which ends, which resumes the parent, which clears its slot (destroying the
+// handler) before the handler has returned.
+BOOST_AUTO_TEST_CASE(cancelling_a_join_on_the_inline_executor_ends_it_as_aborted) {
+  for (int kind = 0; kind < 2; ++kind) {
+    coral::event never;
+    auto j = coral::spawn(coral::inline_executor{}, [&never, kind]() -> coral::task<> {
+      if (kind == 0) {
+        co_await coral::when_any(wait_for(never), wait_for(never));
+      } else {
+        co_await coral::with_timeout(std::chrono::hours(1), wait_for(never));
+      }
+    });
+    j.cancel();
+    BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  }
+}
+
+// Records the order in which frames go.
+struct goes_in_order {
+  std::vector<std::string>& order;
+  std::string name;
+  ~goes_in_order() { order.push_back(name); }
+};
+
+coral::task<> holds_the_parents_lock(coral::async_mutex& m, std::vector<std::string>& order, bool sleeps) {
+  auto lock = co_await m.lock();  // (a lock of a mutex in the parent's frame)
+  goes_in_order child{order, "child"};
+  if (sleeps) co_await coral::sleep_for(std::chrono::hours(1));
+  for (;;) co_await coral::yield();
+}
+
+// At a context's shutdown a parent's frame outlives its children's: they may refer into it. The
+// children here are a when_any branch and with_timeout's operation (hosted by the parent), and a
+// task on another strand of the same context; they are suspended in a posted yield (freed with the
+// scheduler's queue) or on a timer.
+BOOST_AUTO_TEST_CASE(at_shutdown_children_on_the_parents_context_go_before_the_parent) {
+  for (int kind = 0; kind < 6; ++kind) {
+    std::vector<std::string> order;
+    coral::job<void> j;
+    {
+      asio::io_context context;
+      j = coral::spawn(context, [&order, kind]() -> coral::task<> {
+        // (In the frame: a strand must not outlive its context.)
+        auto other_strand = asio::make_strand(co_await coral::this_task::executor);
+        coral::async_mutex m;
+        goes_in_order parent{order, "parent"};
+        const bool sleeps = kind % 2 == 1;
+        if (kind / 2 == 0) {
+          co_await coral::when_any(holds_the_parents_lock(m, order, sleeps), std::chrono::hours(1));
+        } else if (kind / 2 == 1) {
+          co_await coral::with_timeout(std::chrono::hours(1), holds_the_parents_lock(m, order, sleeps));
+        } else {
+          co_await coral::on(other_strand, holds_the_parents_lock(m, order, sleeps));
+        }
+      });
+      for (int i = 0; i < 10; ++i) context.poll_one();
+      BOOST_TEST_REQUIRE(!j.done());
+    }
+    BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+    BOOST_TEST(order == (std::vector<std::string>{"child", "parent"}), "kind " << kind);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(empty_tasks_and_an_empty_when_any_are_refused_with_a_clear_error) {
   coral::event_loop loop;
   auto j = coral::spawn(loop, []() -> coral::task<std::string> {

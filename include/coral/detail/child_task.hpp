@@ -20,6 +20,10 @@ class child_job_state final : public job_state<T> {
 
   // The awaiting parent, kept alive until the child ends or the parent lets go.
   suspended_task parent;
+  // The child runs on the parent's context: if the parent is abandoned (the context shuts down),
+  // its frames go after the child's (which may hold references into them), when the child ends
+  // during the same shutdown.
+  bool local = false;
 
   // On the parent's executor: true if the parent let go before the child ended (the child is
   // then cancelled and cleans up after itself).
@@ -35,6 +39,7 @@ class child_job_state final : public job_state<T> {
       parent.resume_later();
     } else {
       this->mark_observed();  // nobody is left to observe it: its parent is gone
+      if (local) parent.let_go();
     }
   }
 
@@ -88,6 +93,7 @@ class child_segment_awaiter : public external_wait {
     forward_cancel = forward_cancel && parent_context.op_slot().is_connected();
     auto* state = new child_job_state<T>(place(executor, forward_cancel));
     state->attach(std::exchange(guard.f, nullptr));
+    state->local = &state->gate() == &parent_context.gate();
     state_ = state;
     state->add_ref();  // this awaiter's
     state->parent.keep(parent);
@@ -113,7 +119,7 @@ class child_segment_awaiter : public external_wait {
   void abandon() noexcept override {
     if (!state_->detach()) return;  // the child has ended and the parent's resumption is queued
     state_->cancel();
-    state_->parent.let_go();  // may destroy the frame holding this awaiter
+    if (!state_->local) state_->parent.let_go();  // may destroy the frame holding this awaiter
   }
 
  private:

@@ -40,9 +40,11 @@ class join_state {
 
   // Before any child starts: registers a child (holding an object reference to it). `hosted`: it
   // runs on the parent's executor, which runs one thing at a time, hosted by the parent's segment.
-  void add_child(task_context& child, bool hosted) {
-    children_.push_back({&child, hosted});
+  // `local`: it runs on the parent's execution context (hosted or not).
+  void add_child(task_context& child, bool hosted, bool local) {
+    children_.push_back({&child, hosted, local});
     child.add_ref();
+    if (local) local_pending_.fetch_add(1, std::memory_order_relaxed);
   }
 
   // A child ended (any thread). The decisive one cancels all its siblings.
@@ -56,6 +58,7 @@ class join_state {
       cancel_children(asio::cancellation_type::all, on_parent_executor, index);
     }
     arrive(on_parent_executor);
+    if (children_[index].local) local_child_gone();
     release();
   }
 
@@ -117,6 +120,12 @@ class join_state {
     return link_.compare_exchange_strong(expected, detached, std::memory_order_acq_rel);
   }
 
+  // After detach(): the parent's frames go once the children on its context have gone (during the
+  // same shutdown: they are abandoned, or their pending handlers destroyed), never before, since a
+  // child may hold references into its parent's frame. Children on other contexts end on their
+  // own; the parent cannot wait for them.
+  void let_go_of_parent_after_local_children() noexcept { local_child_gone(); }
+
   suspended_task parent;
 
  private:
@@ -135,9 +144,16 @@ class join_state {
     }
   }
 
+  // One for each child on the parent's context that has not ended, and one for the parent's
+  // abandonment: the last to go lets go of the parent (only ever reached once detached).
+  void local_child_gone() noexcept {
+    if (local_pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) parent.let_go();
+  }
+
   enum : int { waiting, completed, detached };
 
   const join_kind kind_;
+  std::atomic<std::size_t> local_pending_{1};
   std::atomic<std::size_t> remaining_;
   race_decision decision_;
   std::atomic<int> link_{waiting};
@@ -146,6 +162,7 @@ class join_state {
   struct child {
     task_context* context;
     bool hosted;
+    bool local;
   };
   std::vector<child> children_;
 };
@@ -186,7 +203,15 @@ struct forward_join_cancellation {
   explicit forward_join_cancellation(join_state* j) noexcept : join(j) { join->add_ref(); }
   forward_join_cancellation(const forward_join_cancellation&) = delete;
   ~forward_join_cancellation() { join->release(); }
-  void operator()(asio::cancellation_type type) const { join->cancel_children(type, true); }
+  void operator()(asio::cancellation_type type) const {
+    // On an executor that runs posted work on the spot (inline_executor), a cancelled child may end
+    // and resume the parent, which clears its slot and destroys this handler, before
+    // cancel_children returns: the join is held by the call, not by the handler.
+    join_state* j = join;
+    j->add_ref();
+    j->cancel_children(type, true);
+    j->release();
+  }
 };
 
 // The parent's side of a join, for awaiters that own their children's states: creates the join,
@@ -235,7 +260,7 @@ class join_awaiter_base : public external_wait {
     auto* member = new join_member<T>(hosted ? std::move(*hosted) : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
-    join_->add_child(*member, hosted.has_value());
+    join_->add_child(*member, hosted.has_value(), &member->gate() == &parent_context_->gate());
     return member;
   }
 
@@ -284,7 +309,7 @@ class join_awaiter_base : public external_wait {
     if (!join_->detach()) return;  // the children have ended and the parent's resumption is queued
     join_->cancel_children(asio::cancellation_type::all, false);
     join_->abandon_hosted_children();
-    join_->parent.let_go();  // may destroy the frame holding this awaiter
+    join_->let_go_of_parent_after_local_children();  // may destroy the frame holding this awaiter
   }
 
   join_state* join_ = nullptr;
