@@ -134,8 +134,11 @@ class server_process {
   bool ended_ = false;
 };
 
-inline tcp::socket connect_to(const tcp::endpoint& endpoint) {
-  tcp::socket socket(io);
+// `receive_buffer`: the client's socket receive buffer, if given (a small one makes a client that
+// does not read stall the server's writes soon).
+inline tcp::socket connect_to(const tcp::endpoint& endpoint, std::optional<int> receive_buffer = std::nullopt) {
+  tcp::socket socket(io, endpoint.protocol());
+  if (receive_buffer) socket.set_option(asio::socket_base::receive_buffer_size(*receive_buffer));
   bool done = false;
   boost::system::error_code error;
   socket.async_connect(endpoint, [&](boost::system::error_code e) {

@@ -69,14 +69,7 @@ BOOST_AUTO_TEST_CASE(echo_a_client_that_never_reads_is_dropped_after_the_idle_ti
   // It sends, and never reads the echo: the server's write stalls. Without a time-out on that
   // write the session (and this client's write) would wait forever.
   server_process server(arguments({"--idle-timeout-ms", "300"}));
-  tcp::socket client(io, tcp::v4());
-  client.set_option(asio::socket_base::receive_buffer_size(4096));
-  bool connected = false;
-  client.async_connect(server.endpoint(), [&](boost::system::error_code e) {
-    BOOST_REQUIRE_MESSAGE(!e, e.message());
-    connected = true;
-  });
-  run_until(connected, "connect");
+  auto client = connect_to(server.endpoint(), 4096);
   const std::string flood(64 << 20, 'f');  // more than every buffer on the way holds
   boost::system::error_code error;
   bool done = false;
@@ -173,14 +166,7 @@ BOOST_AUTO_TEST_CASE(chat_a_slow_client_is_disconnected_and_never_blocks_the_roo
   server_process server(arguments({"--outbox", "64"}));
   // The slow client's small receive buffer fills after a few lines; the fast client reads all the
   // time, so its outbox of 64 lines never fills.
-  tcp::socket slow(io, tcp::v4());
-  slow.set_option(asio::socket_base::receive_buffer_size(4096));
-  bool connected = false;
-  slow.async_connect(server.endpoint(), [&](boost::system::error_code e) {
-    BOOST_REQUIRE_MESSAGE(!e, e.message());
-    connected = true;
-  });
-  run_until(connected, "connect");
+  auto slow = connect_to(server.endpoint(), 4096);
   std::string slow_in, fast_in;
   write_all(slow, "slow\n");
   read_until_line(slow, slow_in, "slow\n");  // in the room; it reads nothing more

@@ -109,16 +109,6 @@ class context_gate {
     std::lock_guard lock(members_mutex_);
     return unlink_locked(m);
   }
-  // Runs `post()` inside a pass if the context still takes posts (its destruction waits until the
-  // post has returned, including Asio's wake-up of a thread after its queue lock is released); else
-  // runs `drop()` under the members lock, which a shutdown still closing the gate waits for.
-  template <class Post, class Drop>
-  void post_or_drop(Post&& post, Drop&& drop) {
-    if (pass p(*this); p) return post();
-    std::lock_guard lock(members_mutex_);
-    drop();
-  }
-
   // For a member holding something that belongs to the context (a completion handler): whichever of
   // its owner and the shutdown unlinks it has it. If this caller does, runs `post()` inside a pass,
   // or `drop()` under the members lock once the gate is closing (the context surely exists in both).

@@ -44,7 +44,8 @@ class join_state {
   void add_child(task_context& child, bool hosted, bool local) {
     children_.push_back({&child, hosted, local});
     child.add_ref();
-    if (local) local_pending_.fetch_add(1, std::memory_order_relaxed);
+    // (Nothing else looks at the count before the children start: no read-modify-write needed.)
+    if (local) local_pending_.store(local_pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
   // A child ended (any thread). The decisive one cancels all its siblings.
