@@ -30,6 +30,7 @@ class deadline_watch::expiry {
   void operator()(const boost::system::error_code& error) const {
     shared& s = *shared_;
     join_state* expired = nullptr;
+    cancel_cause cause = not_a_deadline;
     {
       std::lock_guard lock(s.mutex);
       if (s.closed || generation_ != s.generation) return;  // replaced by an earlier deadline, or closed
@@ -41,8 +42,9 @@ class deadline_watch::expiry {
       }
       expired = s.join;
       expired->add_ref();
+      cause = deadline_cause(s.deadline);
     }
-    expired->end_branch(1);  // (cancels the operation: posts, runs nothing here)
+    expired->end_branch(1, cause);  // (cancels the operation: posts, runs nothing here)
     expired->release();
   }
 

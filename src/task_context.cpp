@@ -135,7 +135,8 @@ void task_context::throw_cancelled() {
   throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");
 }
 
-void task_context::cancel(asio::cancellation_type type) {
+void task_context::cancel(asio::cancellation_type type, cancel_cause cause) {
+  note_cause(cause);
   cancelled_.store(true, std::memory_order_release);
   // Holds a reference to the segment, released also if it is destroyed without running.
   struct emit {
@@ -146,7 +147,7 @@ void task_context::cancel(asio::cancellation_type type) {
     ~emit() {
       if (self) self->release();
     }
-    void operator()() { self->cancel_here(type); }
+    void operator()() { self->emit_here(type); }
   } e(this, type);
   // Only while the segment is alive on its context (its executor is valid until it leaves): the
   // pass is taken and the executor copied under the members lock; the post itself (which may run

@@ -113,6 +113,23 @@ BOOST_AUTO_TEST_CASE(any_io_executor_works_as_a_runtime_executor) {
   BOOST_TEST(get_within(coral::spawn(ex, t())));
 }
 
+BOOST_AUTO_TEST_CASE(several_threads_may_join_an_event_loop_at_once) {
+  coral::event_loop loop;
+  const auto id = loop.thread_id();
+  std::atomic<int> returned{0};
+  std::vector<std::thread> joiners;
+  for (int i = 0; i < 4; ++i) {
+    joiners.emplace_back([&] {
+      loop.join();
+      ++returned;
+    });
+  }
+  loop.stop();
+  for (auto& t : joiners) t.join();
+  BOOST_TEST(returned == 4);
+  BOOST_TEST((loop.thread_id() == id));  // still the loop thread's, after it ended
+}
+
 BOOST_AUTO_TEST_CASE(an_event_loop_cannot_join_itself) {
   coral::event_loop loop;
   std::promise<bool> threw;

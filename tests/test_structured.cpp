@@ -278,6 +278,56 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_the_nearest_deadline_wins_and_oute
   BOOST_TEST(lifetime::alive == 0);
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_on_a_busy_executor_report_the_nearest_deadline, Place, every_place) {
+  Place place;
+  for (int round = 0; round < 10; ++round) {
+    auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
+      try {
+        co_await coral::with_timeout(3ms, coral::with_timeout(1ms, []() -> coral::task<> {
+                                       // Both deadlines pass while the executor is busy here.
+                                       const auto until = std::chrono::steady_clock::now() + 10ms;
+                                       while (std::chrono::steady_clock::now() < until) {
+                                       }
+                                       co_await coral::sleep_for(5s);
+                                     }()));
+      } catch (const coral::timeout_error& e) {
+        co_return e.what();
+      }
+      co_return "no timeout";
+    });
+    const auto message = get_within(std::move(j));
+    BOOST_TEST(message.find("within 1ms") != std::string::npos, message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(with_deadline_returns_the_result_or_throws_timeout_error_at_the_deadline, Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [aborted]() -> coral::task<std::string> {
+    const auto start = std::chrono::steady_clock::now();
+    std::string out = std::to_string(co_await coral::with_deadline(start + 1h, value_after(1ms, 5)));
+    try {
+      co_await coral::with_deadline(start + 10ms, sleeper(aborted));
+    } catch (const coral::timeout_error& e) {
+      out += std::string(" ") + e.what();
+      if (std::chrono::steady_clock::now() < start + 10ms) out += " early";
+    }
+    // Nested with with_timeout: the nearest wins either way round.
+    try {
+      co_await coral::with_deadline(std::chrono::steady_clock::now() + 1h, coral::with_timeout(5ms, sleeper(aborted)));
+    } catch (const coral::timeout_error& e) {
+      out += std::string(" | ") + e.what();
+    }
+    co_return out;
+  });
+  const auto out = get_within(std::move(j));
+  BOOST_TEST(out.starts_with("5 coral::with_deadline: the operation did not finish by its deadline"), out);
+  BOOST_TEST(out.find(" early") == std::string::npos, out);
+  BOOST_TEST(out.find("| coral::with_timeout: the operation did not finish within 5ms") != std::string::npos, out);
+  BOOST_TEST(aborted->load() == 2);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_timed_out_operation_can_still_await_its_cleanup) {
   coral::event_loop loop;
   std::atomic<bool> cleaned{false};
@@ -607,11 +657,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_task
           ev.set();
           co_return 3;
         }());
-    co_return guard.owns_lock() && !m.try_lock() && v == 3 && s.try_acquire() == false;
+    co_return guard.owns_lock() && !m.try_lock() && permit.owns_permit() && v == 3 && s.try_acquire() == false;
   });
   BOOST_TEST(get_within(std::move(j)));
   BOOST_TEST(m.try_lock());  // the guard went with the task
   m.unlock();
+  BOOST_TEST(s.available() == 1u);  // so did the permit
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(an_operation_started_after_the_deadline_is_cancelled_too, Place, places) {
@@ -969,5 +1020,184 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cancellations_of_every_type_one_after_another_all_
          {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
       cancellation_through_the_token_reaches_every_child_of_a_join<Place>(type);
     }
+  }
+}
+
+// A join is over when its children are: whatever a child produced and the join did not hand over
+// is destroyed before the join returns, never afterwards on the child's thread.
+BOOST_AUTO_TEST_SUITE(a_join_is_over_when_its_children_are)
+
+namespace {
+
+// A value whose destructor takes a while, and records whether it ran after the code that dropped
+// it (a join, a job's waiter) had gone on.
+struct slow_value {
+  static inline std::atomic<int> alive{0};
+  static inline std::atomic<bool> caller_went_on{false};
+  static inline std::atomic<int> destroyed_late{0};
+  slow_value() { ++alive; }
+  slow_value(slow_value&&) noexcept { ++alive; }
+  slow_value& operator=(slow_value&&) noexcept = default;
+  ~slow_value() {
+    std::this_thread::sleep_for(300us);  // a destructor with work to do widens the window
+    if (caller_went_on.load()) ++destroyed_late;
+    --alive;
+  }
+  static void reset() {
+    caller_went_on = false;
+    destroyed_late = 0;
+  }
+};
+
+// Ends with a value on another executor, never suspending, so that cancellation cannot stop it.
+coral::task<slow_value, coral::pool_executor> slow_value_on_pool() {
+  auto until = std::chrono::steady_clock::now() + 2ms;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  co_return slow_value{};
+}
+
+coral::task<slow_value> slow_value_now() {
+  co_return slow_value{};
+}
+
+coral::task<slow_value> fail_now() {
+  throw std::runtime_error("failed");
+  co_return slow_value{};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(values_a_join_drops_are_destroyed_before_it_returns, Place, every_place) {
+  Place place;
+  for (int round = 0; round < 20; ++round) {
+    slow_value::reset();
+    auto j = coral::spawn(place.get_executor(), []() -> coral::task<int> {
+      int failures = 0;
+      // A sibling of the first failure that ends with a value all the same.
+      try {
+        co_await coral::when_all(slow_value_on_pool(), fail_now());
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
+      slow_value::caller_went_on = true;
+      co_await coral::yield();
+      slow_value::caller_went_on = false;
+      // A loser that ends with a value (it has no suspension point to hear its cancellation at).
+      {
+        auto r = co_await coral::when_any(slow_value_now(), slow_value_on_pool());
+        failures += static_cast<int>(r.index());
+      }
+      slow_value::caller_went_on = true;
+      co_await coral::yield();
+      slow_value::caller_went_on = false;
+      {
+        auto r = co_await (slow_value_now() || slow_value_on_pool());
+        failures += static_cast<int>(r.index());
+      }
+      slow_value::caller_went_on = true;
+      co_return failures;
+    });
+    BOOST_TEST(get_within(std::move(j)) == 1);
+    BOOST_TEST(slow_value::destroyed_late == 0);
+    BOOST_TEST(slow_value::alive == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_permit_or_lock_a_join_drops_is_given_back, Place, every_place) {
+  Place place;
+  coral::semaphore s(2);
+  coral::async_mutex m;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+    int failures = 0;
+    for (int i = 0; i < 50; ++i) {
+      try {
+        co_await coral::when_all(s.acquire(), m.lock(), []() -> coral::task<> {
+          co_await coral::yield();
+          throw std::runtime_error("failed");
+        }());
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
+    }
+    co_return failures;
+  });
+  BOOST_TEST(get_within(std::move(j)) == 50);
+  BOOST_TEST(s.available() == 2u);
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_taken_from_a_child_on_another_executor_leaves_nothing_behind, Place,
+                              every_place) {
+  Place place;
+  for (int round = 0; round < 20; ++round) {
+    slow_value::reset();
+    auto j = coral::spawn(place.get_executor(), []() -> coral::task<int> {
+      { auto v = co_await slow_value_on_pool(); }
+      { auto v = co_await coral::on(coral::pool_executor{}, slow_value_now()); }
+      { auto v = co_await coral::with_timeout(1h, slow_value_on_pool()); }
+      // Only the moved-from remains of each value could still be alive here.
+      slow_value::caller_went_on = true;
+      co_return slow_value::alive.load();
+    });
+    BOOST_TEST(get_within(std::move(j)) == 0);
+    BOOST_TEST(slow_value::destroyed_late == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_job_reports_done_only_when_nothing_of_its_task_is_left, Place, every_place) {
+  Place place;
+  for (int round = 0; round < 20; ++round) {
+    slow_value::reset();
+    {
+      auto j = coral::spawn(place.get_executor(), slow_value_now());
+      BOOST_TEST(j.wait_for(patience));
+    }
+    // The job is gone: its result went with it, here.
+    slow_value::caller_went_on = true;
+    BOOST_TEST(slow_value::alive == 0);
+    BOOST_TEST(slow_value::destroyed_late == 0);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// A parent holding I/O objects of its own context awaits children on another context that end
+// at a random moment while its context is destroyed: the parent is freed on the thread destroying
+// its context, while it still exists, never on the child's thread afterwards.
+namespace {
+
+coral::task<int, coral::pool_executor> spin_on_the_pool(int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  co_return micros;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(destroying_a_context_while_children_elsewhere_end_frees_the_parent_there) {
+  std::mt19937 random(11);
+  for (int round = 0; round < 150; ++round) {
+    std::vector<coral::job<>> parents;
+    {
+      asio::io_context ctx(1);
+      for (int i = 0; i < 4; ++i) {
+        const int micros = static_cast<int>(random() % 1500);
+        parents.push_back(coral::spawn(ctx, [&ctx, micros, i]() -> coral::task<> {
+          io_objects_of own(ctx);
+          for (;;) {
+            if (i % 2) {
+              co_await spin_on_the_pool(micros);  // a child segment of its own
+            } else {
+              co_await coral::when_all(spin_on_the_pool(micros), 1ms);  // a join's child
+            }
+          }
+        }));
+      }
+      ctx.run_for(std::chrono::microseconds(random() % 3000));
+    }
+    BOOST_TEST_REQUIRE(lifetime::alive == 0);
+    for (auto& j : parents) BOOST_TEST_REQUIRE(j.wait_for(patience));
   }
 }

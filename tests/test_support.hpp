@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
@@ -29,6 +31,18 @@ struct lifetime {
   lifetime& operator=(const lifetime&) = default;
   lifetime& operator=(lifetime&&) noexcept = default;
   ~lifetime() { --alive; }
+};
+
+// I/O objects of a context, as a session holds them (an open socket, a timer with a wait pending),
+// whose destructors touch the context's services: frames holding them must be freed while the
+// context still exists. Counts as a lifetime.
+struct io_objects_of : lifetime {
+  boost::asio::ip::tcp::socket socket;
+  boost::asio::steady_timer timer;
+  explicit io_objects_of(boost::asio::io_context& ctx) : socket(ctx), timer(ctx, std::chrono::hours(1)) {
+    socket.open(boost::asio::ip::tcp::v4());
+    timer.async_wait([](boost::system::error_code) {});
+  }
 };
 
 // An allocator that counts what goes through it, to prove an operation uses its handler's
@@ -211,5 +225,23 @@ struct on_default_pool {
   boost::asio::any_io_executor get_executor() { return coral::pool_executor{}; }
 };
 using places = std::tuple<on_event_loop, on_io_context_2_threads, on_thread_pool, on_pool_strand, on_default_pool>;
+
+// The rest of the executor kinds, for rules that must hold on all of them.
+struct on_io_context_1_thread {
+  running_io_context context{1};
+  boost::asio::any_io_executor get_executor() { return context.get_executor(); }
+};
+struct on_inline_executor {
+  boost::asio::any_io_executor get_executor() { return coral::inline_executor{}; }
+};
+struct on_loop_executor {
+  boost::asio::any_io_executor get_executor() { return coral::loop_executor{}; }
+};
+struct on_new_thread_executor {
+  boost::asio::any_io_executor get_executor() { return coral::new_thread_executor{}; }
+};
+using every_place =
+    std::tuple<on_event_loop, on_io_context_1_thread, on_io_context_2_threads, on_thread_pool, on_pool_strand,
+               on_default_pool, on_inline_executor, on_loop_executor, on_new_thread_executor>;
 
 }  // namespace coral_test

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ coral::task<std::string> wait_on(waiting_on_each& w, int which) {
   lifetime l;
   try {
     if (which == 0) auto guard = co_await w.mutex.lock();
-    if (which == 1) co_await w.permits.acquire();
+    if (which == 1) (co_await w.permits.acquire()).detach();
     if (which == 2) co_await w.flag.wait();
   } catch (const boost::system::system_error& e) {
     co_return outcome_of(e);
@@ -76,7 +77,7 @@ BOOST_AUTO_TEST_CASE(acquirers_get_permits_first_come_first_served_and_release_n
   std::vector<int> order;
   for (int i = 0; i < 4; ++i) {
     coral::spawn(ctx, [&, i]() -> coral::task<> {
-      co_await s.acquire();
+      (co_await s.acquire()).detach();
       order.push_back(i);
     });
   }
@@ -153,7 +154,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_takes_only_available_permits_and_never_overtake
   BOOST_TEST(!s.try_acquire());
   bool acquired = false;
   coral::spawn(ctx, [&]() -> coral::task<> {
-    co_await s.acquire();
+    (co_await s.acquire()).detach();
     acquired = true;
   });
   ctx.poll();
@@ -225,7 +226,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_lock_fails_with_operation_aborted_and_the_lock_
 BOOST_AUTO_TEST_CASE(a_cancelled_acquire_fails_with_operation_aborted_and_takes_no_permit) {
   asio::io_context ctx(1);
   coral::semaphore s(0);
-  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> { co_await s.acquire(); });
+  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> { (co_await s.acquire()).detach(); });
   ctx.poll();
   ctx.restart();
   waiter.cancel();
@@ -309,10 +310,10 @@ BOOST_AUTO_TEST_CASE(a_wait_started_after_the_task_was_cancelled_fails_at_once_a
     // Each await's outcome: "ok" or "aborted".
     for (int step = 0; step < 4; ++step) {
       try {
-        if (step == 0) co_await never.wait();           // cancelled while waiting here
-        if (step == 1) auto guard = co_await m.lock();  // free
-        if (step == 2) co_await s.acquire();            // a permit is available
-        if (step == 3) co_await set.wait();             // set
+        if (step == 0) co_await never.wait();            // cancelled while waiting here
+        if (step == 1) auto guard = co_await m.lock();   // free
+        if (step == 2) (co_await s.acquire()).detach();  // a permit is available
+        if (step == 3) co_await set.wait();              // set
         out.push_back("ok");
       } catch (const boost::system::system_error& e) {
         out.push_back(outcome_of(e));
@@ -343,7 +344,7 @@ BOOST_AUTO_TEST_CASE(waiters_resume_on_their_own_executors_whoever_wakes_them) {
     jobs.push_back(coral::spawn(coral::loop_executor{}, [&, i]() -> coral::task<bool> {
       asio::post(coral::loop_executor{}, [&, i] { suspended[i].set_value(); });
       if (i == 0) auto guard = co_await w.mutex.lock();
-      if (i == 1) co_await w.permits.acquire();
+      if (i == 1) (co_await w.permits.acquire()).detach();
       if (i == 2) co_await w.flag.wait();
       co_return coral::loop_executor{}.running_in_this_thread();
     }));
@@ -351,7 +352,7 @@ BOOST_AUTO_TEST_CASE(waiters_resume_on_their_own_executors_whoever_wakes_them) {
   for (int i = 0; i < 3; ++i) {
     jobs.push_back(coral::spawn(coral::pool_executor{}, [&, i]() -> coral::task<bool> {
       if (i == 0) auto guard = co_await w.mutex.lock();
-      if (i == 1) co_await w.permits.acquire();
+      if (i == 1) (co_await w.permits.acquire()).detach();
       if (i == 2) co_await w.flag.wait();
       co_return coral::pool_executor{}.running_in_this_thread();
     }));
@@ -430,7 +431,8 @@ BOOST_AUTO_TEST_CASE(a_permit_handed_to_a_waiter_cancelled_at_that_moment_is_nei
     coral::semaphore s(0);
     std::vector<coral::job<>> jobs;
     for (int i = 0; i < waiters; ++i) {
-      jobs.push_back(coral::spawn(asio::make_strand(pool), [&s]() -> coral::task<> { co_await s.acquire(); }));
+      jobs.push_back(
+          coral::spawn(asio::make_strand(pool), [&s]() -> coral::task<> { (co_await s.acquire()).detach(); }));
     }
     std::promise<void> release_done;
     asio::post(pool, [&] {
@@ -551,4 +553,45 @@ BOOST_AUTO_TEST_CASE(destroying_a_primitive_fails_its_waiters_with_operation_abo
   BOOST_TEST(jobs[0].get_result() == "ok");
   BOOST_TEST(jobs[1].get_result() == "aborted");
   BOOST_TEST(jobs[2].get_result() == "aborted");
+}
+
+// The chat-room pattern across contexts: tasks hold I/O objects of their own context and wait on
+// primitives that a task on another context keeps waking. Destroying their context at a random
+// moment frees them on the thread destroying it, while it still exists: never on the waker's
+// thread afterwards, where their socket's and timer's destructors would touch a dead reactor.
+BOOST_AUTO_TEST_CASE(destroying_a_context_whose_tasks_another_context_keeps_waking_frees_them_there) {
+  coral::event_loop waker_loop;
+  std::mt19937 random(7);
+  for (int round = 0; round < 150; ++round) {
+    auto permits = std::make_shared<coral::semaphore>(0);
+    auto flag = std::make_shared<coral::event>();
+    auto stop = std::make_shared<std::atomic<bool>>(false);
+    auto waker = coral::spawn(waker_loop.get_executor(), [permits, flag, stop]() -> coral::task<> {
+      while (!stop->load()) {
+        permits->release();
+        flag->set();
+        flag->reset();
+        co_await coral::yield();
+      }
+    });
+    {
+      asio::io_context ctx(1);
+      for (int i = 0; i < 4; ++i) {
+        coral::spawn(ctx, [&ctx, permits, flag, i]() -> coral::task<> {
+          io_objects_of own(ctx);
+          for (;;) {
+            if (i % 2) {
+              (co_await permits->acquire()).detach();
+            } else {
+              co_await flag->wait();
+            }
+          }
+        });
+      }
+      ctx.run_for(std::chrono::microseconds(random() % 2000));
+    }  // destroyed while the waker goes on
+    stop->store(true);
+    BOOST_TEST_REQUIRE(waker.wait_for(patience));
+    BOOST_TEST_REQUIRE(lifetime::alive == 0);
+  }
 }

@@ -336,7 +336,6 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_that_catches_operation_aborted_keeps_runni
   BOOST_TEST(get_within(j) == 10);
 }
 
-#if __has_include(<coral/non_cancellable.hpp>)
 BOOST_AUTO_TEST_CASE(a_cancelled_task_can_still_await_cleanup_in_a_non_cancellable_scope) {
   coral::event_loop loop;
   auto cleanup = []() -> coral::task<int> {
@@ -361,4 +360,3 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_can_still_await_cleanup_in_a_non_cancellab
   j.cancel();
   BOOST_TEST(get_within(j) == "cleanup 7, then aborted");
 }
-#endif

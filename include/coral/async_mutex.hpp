@@ -68,7 +68,9 @@ class async_mutex {
   async_mutex& operator=(const async_mutex&) = delete;
 
   // auto guard = co_await m.lock(): waits for the lock; the guard holds it.
-  [[nodiscard]] detail::lock_awaiter<async_mutex_lock, async_mutex> lock() { return {state_, *this}; }
+  [[nodiscard]] detail::lock_awaiter<async_mutex_lock, async_mutex> lock() {
+    return {state_, *this, "coral::async_mutex: lock"};
+  }
 
   // Takes the lock if it is free (never while tasks wait for it); true if it did.
   bool try_lock() { return state_->try_acquire(); }

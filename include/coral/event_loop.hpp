@@ -1,5 +1,6 @@
 #pragma once
 
+#include <mutex>
 #include <thread>
 
 #include "coral/detail/asio.hpp"
@@ -11,7 +12,8 @@ namespace coral {
 // which frees the coroutine frames of the tasks suspended on it (whatever they wait on). It can be
 // used wherever an execution context can: coral::spawn(loop, t), asio::steady_timer(loop).
 //
-// Thread safety: distinct objects: safe. Shared objects: safe, except destruction.
+// Thread safety: distinct objects: safe. Shared objects: safe, except destruction (join() may be
+// called from several threads at once: each returns once the loop thread has ended).
 class event_loop {
  public:
   using executor_type = asio::io_context::executor_type;
@@ -24,7 +26,8 @@ class event_loop {
   executor_type get_executor() noexcept { return context_.get_executor(); }
   asio::io_context& context() noexcept { return context_; }
   operator asio::io_context&() noexcept { return context_; }
-  std::thread::id thread_id() const noexcept { return thread_.get_id(); }
+  // The loop thread's id (also after it has ended).
+  std::thread::id thread_id() const noexcept { return thread_id_; }
 
   // Makes the loop thread return as soon as possible; queued work stays queued (and is destroyed
   // with the loop). Callable from any thread, including the loop's own.
@@ -37,6 +40,8 @@ class event_loop {
   asio::io_context context_{1};
   asio::executor_work_guard<executor_type> work_;
   std::thread thread_;
+  std::thread::id thread_id_;
+  std::mutex join_mutex_;  // guards thread_'s join
 };
 
 }  // namespace coral

@@ -1,14 +1,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/deadline.hpp"
 #include "coral/detail/job_state.hpp"
 
 namespace coral {
@@ -31,17 +30,20 @@ class job {
   using value_type = T;
 
   job() noexcept = default;
-  explicit job(state_type* state) noexcept : state_(state) {}  // adopts a reference
+  explicit job(state_type* state) noexcept : state_(state) {  // adopts a reference
+    if (state_) state_->adopt_handle();
+  }
   job(const job& other) noexcept : state_(other.state_) {
-    if (state_) state_->add_ref();
+    if (state_) state_->add_handle();
   }
   job(job&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
   job& operator=(job other) noexcept {
     std::swap(state_, other.state_);
     return *this;
   }
+  // The last job to go once the task has ended destroys its result, here.
   ~job() {
-    if (state_) state_->release();
+    if (state_) state_->release_handle();
   }
 
   bool valid() const noexcept { return state_ != nullptr; }
@@ -99,20 +101,19 @@ class job {
 
   // Blocks the calling thread until the task has ended. Throws std::logic_error instead of
   // deadlocking when called on a thread of the task's own executor.
+  // A wait that returned holds nothing: however many times a job is waited for, it keeps one
+  // signal for its waiters.
   void wait() const {
     check_waitable("wait");
-    auto signal = waiter();
-    std::unique_lock lock(signal->mutex);
-    signal->cv.wait(lock, [&] { return signal->ended; });
+    state().wait_until(static_cast<const std::chrono::steady_clock::time_point*>(nullptr));
   }
 
   // As wait(), for at most `timeout`; returns done().
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
     check_waitable("wait_for");
-    auto signal = waiter();
-    std::unique_lock lock(signal->mutex);
-    return signal->cv.wait_for(lock, timeout, [&] { return signal->ended; });
+    const auto deadline = detail::deadline_after(detail::clock_duration(timeout));
+    return state().wait_until(&deadline);
   }
 
   // Waits for the task and returns its value or rethrows its exception. A copyable value is
@@ -138,29 +139,14 @@ class job {
   // Asks the task to stop: the operation it is suspended on, and every later one, fails with
   // operation_aborted (cancellation is level-triggered; see docs/cancellation.md). It reaches the
   // innermost running child, whatever executor it runs on. Callable from any thread; does nothing
-  // once the task has ended.
+  // once the task has ended. A task that then ends with operation_aborted did what was asked: it
+  // is not reported as an unobserved failure (any other exception still is).
   void cancel() {
     check_valid("cancel");
-    if (!state().done()) state().cancel();
+    if (!state().done()) state().cancel_on_request();
   }
 
  private:
-  struct wait_signal {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool ended = false;
-  };
-
-  std::shared_ptr<wait_signal> waiter() const {
-    auto signal = std::make_shared<wait_signal>();
-    state().when_done([signal](state_type&) {
-      std::lock_guard lock(signal->mutex);
-      signal->ended = true;
-      signal->cv.notify_all();
-    });
-    return signal;
-  }
-
   void check_valid(const char* what) const {
     if (!state_) throw std::logic_error(std::string("coral::job::") + what + " on an empty job");
   }

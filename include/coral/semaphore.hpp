@@ -2,22 +2,53 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 #include "coral/detail/sync_awaiters.hpp"
 
 namespace coral {
 
+class semaphore;
+
+// Owns a permit of a semaphore and gives it back when destroyed (move-only, as async_mutex_lock
+// owns a lock). A moved-from permit owns nothing.
+class [[nodiscard]] semaphore_permit {
+ public:
+  // Adopts a permit the caller already holds (after try_acquire()).
+  semaphore_permit(semaphore& s, std::adopt_lock_t) noexcept : semaphore_(&s) {}
+  semaphore_permit(semaphore_permit&& other) noexcept : semaphore_(std::exchange(other.semaphore_, nullptr)) {}
+  semaphore_permit& operator=(semaphore_permit&& other) noexcept;
+  ~semaphore_permit();
+
+  // Gives the permit back now (see semaphore::release); the guard then owns nothing.
+  void give_back() noexcept;
+  // Keeps the permit taken without this guard: whoever it is handed to gives it back by hand
+  // with semaphore::release().
+  void detach() noexcept { semaphore_ = nullptr; }
+  bool owns_permit() const noexcept { return semaphore_ != nullptr; }
+
+ private:
+  semaphore* semaphore_;
+};
+
 // A counting semaphore for coral tasks: waiting for a permit suspends the task, never its thread.
 //
-//   coral::semaphore s(3);          // three permits
-//   co_await s.acquire();           // takes one, waiting if none is left
-//   s.try_acquire();                // takes one if one is left: bool
-//   s.release();  s.release(n);     // gives permits back (to waiting tasks first)
-//   s.available();                  // permits nobody holds
+//   coral::semaphore s(3);              // three permits
+//   {
+//     auto permit = co_await s.acquire();  // semaphore_permit: gives it back when it goes
+//     ...
+//   }
+//   s.try_acquire();                    // takes one if one is left: bool (then s.release())
+//   s.release();  s.release(n);         // gives permits back (to waiting tasks first)
+//   s.available();                      // permits nobody holds
 //
 // Semantics:
-// - Permits are not owned: any code may release() them, and nothing checks that a task releases
-//   what it acquired (use async_mutex for ownership with a guard).
+// - `co_await s.acquire()` yields a semaphore_permit, which gives the permit back when it is
+//   destroyed: a permit whose acquire's result is dropped (a branch of a when_all that another
+//   branch's failure ended) is never lost. permit.detach() keeps it taken for code that hands
+//   permits over by hand: any code may release() permits, and nothing checks that it releases
+//   what was acquired.
 // - Waiting tasks are served first come, first served: release(n) hands the permits straight to
 //   the first n waiters, and only what is left goes back to the count, so try_acquire() cannot
 //   overtake a waiting task.
@@ -44,8 +75,10 @@ class semaphore {
   semaphore(const semaphore&) = delete;
   semaphore& operator=(const semaphore&) = delete;
 
-  // co_await s.acquire(): takes a permit, waiting for one if none is available.
-  [[nodiscard]] detail::permit_awaiter acquire() { return {state_, "coral::semaphore: acquire"}; }
+  // auto permit = co_await s.acquire(): takes a permit, waiting for one if none is available.
+  [[nodiscard]] detail::lock_awaiter<semaphore_permit, semaphore> acquire() {
+    return {state_, *this, "coral::semaphore: acquire"};
+  }
 
   // Takes a permit if one is available (never while tasks wait for one); true if it did.
   bool try_acquire() { return state_->try_acquire(); }
@@ -60,5 +93,21 @@ class semaphore {
  private:
   std::shared_ptr<detail::permit_state> state_;
 };
+
+inline semaphore_permit& semaphore_permit::operator=(semaphore_permit&& other) noexcept {
+  if (this != &other) {
+    give_back();
+    semaphore_ = std::exchange(other.semaphore_, nullptr);
+  }
+  return *this;
+}
+
+inline semaphore_permit::~semaphore_permit() {
+  give_back();
+}
+
+inline void semaphore_permit::give_back() noexcept {
+  if (auto* s = std::exchange(semaphore_, nullptr)) s->release();
+}
 
 }  // namespace coral

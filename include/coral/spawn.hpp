@@ -199,6 +199,7 @@ struct initiate_spawn {
                           "passed, default-constructed, along with the exception when the task fails)");
             if (!error) value = s.result().take();
           }
+          s.result().clear();  // what is left of it goes before the handler can run
           auto& p = *pending;
           pending.gate().claim(
               p,

@@ -67,6 +67,9 @@ class task_group {
       if (s.result().has_exception() && !s.abandoned()) {
         failure = std::exchange(s.result().exception_ref(), nullptr);
       }
+      // The group has no use for a value: it goes before the group hears that the task ended, so
+      // that nothing of the task outlives the join.
+      s.result().clear();
       group->child_ended(*link, std::move(failure));
       group->release();
     });

@@ -41,6 +41,16 @@ namespace detail {
 
 [[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout);
 
+inline bool is_timeout(const std::exception_ptr& e) noexcept {
+  try {
+    std::rethrow_exception(e);
+  } catch (const timeout_error&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 // Awaits an operation (a task, as a child) with a deadline: a join of one child, and the awaiting
 // segment's deadline watch as the join's branch 1. The awaiting task goes on as soon as the
 // operation ends: no timer operation to undo or await (see deadline_watch).
@@ -59,7 +69,7 @@ class timed_awaiter : protected join_awaiter_base {
   timed_awaiter(timed_awaiter&&) = delete;
   ~timed_awaiter() {
     if (watch_) watch_->end();  // (the frame goes with its context: the watch may be closed)
-    if (member_) member_->release();
+    let_go_of(member_);
   }
 
   bool await_ready() const noexcept { return false; }
@@ -109,14 +119,27 @@ task<T> run_timed(Task operation, Limit limit) {
     deadline = limit;
   }
   timed_awaiter<Task> timed(std::move(operation), deadline);
+  bool expired = co_await timed;
   // The deadline ended the join, but the operation may have finished all the same: it was complete
   // before the cancellation reached it (a value a channel handed over just after the deadline).
   // Then its result is returned: never dropped.
-  if (co_await timed && !(late_result && timed.result().has_value())) {
+  if (expired && late_result && timed.result().has_value()) expired = false;
+  task_context& self = co_await current_segment{};
+  // The operation ended on a cancellation of the task that arrived after this deadline had passed
+  // but before its expiry was handled (a busy executor): the deadline came first.
+  if (!expired && self.cancelled() && timed.result().has_exception() &&
+      is_operation_aborted(timed.result().exception()) && std::chrono::steady_clock::now() >= deadline) {
+    expired = true;
+  }
+  if (expired) {
     // If the task was cancelled before its cancellation reached the operation, that is what it
-    // hears.
-    task_context& self = co_await current_segment{};
-    if (self.cancelled()) task_context::throw_cancelled();
+    // hears, unless all that cancelled it is the deadline of a timeout around this one that came
+    // no sooner: the nearest deadline is the one reported, whatever the executor's load.
+    if (self.cancelled() && !(self.cause() != not_a_deadline && self.cause() >= deadline_cause(deadline))) {
+      task_context::throw_cancelled();
+    }
+    // A timeout inside the operation whose deadline came first: that one is reported.
+    if (timed.result().has_exception() && is_timeout(timed.result().exception())) timed.result().release();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit);
     } else {

@@ -78,7 +78,7 @@ class channel_state {
   // with `may_wait` false, if it would have to (`w` is not queued then). Throws what T's move
   // throws.
   bool send(send_waiter<T>& w, task_context* waker, bool may_wait = true) {
-    handoff h;
+    handoff h(waker);
     bool waits = false;
     {
       std::lock_guard lock(mutex_);
@@ -104,7 +104,7 @@ class channel_state {
 
   // Sends only if that needs no waiting. Consumes `value` only on success.
   bool try_send(T& value, task_context* waker) {
-    handoff h;
+    handoff h(waker);
     bool sent = false;
     {
       std::lock_guard lock(mutex_);
@@ -117,7 +117,7 @@ class channel_state {
   // Returns true if the receive completed at once (a value in *w.destination, or w.error); false
   // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's move throws.
   bool receive(receive_waiter<T>& w, task_context* waker, bool may_wait = true) {
-    handoff h;
+    handoff h(waker);
     bool waits = false;
     {
       std::lock_guard lock(mutex_);
@@ -144,7 +144,7 @@ class channel_state {
 
   std::optional<T> try_receive(task_context* waker) {
     std::optional<T> value;
-    handoff h;
+    handoff h(waker);
     {
       std::lock_guard lock(mutex_);
       take(value, race_ticket(), h);
@@ -171,8 +171,8 @@ class channel_state {
       std::lock_guard lock(mutex_);
       if (!closed_) cause_ = std::move(cause);
       closed_ = true;
-      senders = senders_.take_all();
-      receivers = receivers_.take_all();
+      senders = senders_.take_all(static_cast<task_context*>(nullptr));
+      receivers = receivers_.take_all(static_cast<task_context*>(nullptr));
       for (auto* r = receivers; r; r = static_cast<channel_waiter*>(r->next)) r->exception = cause_;
     }
     wake_all(senders, errc::channel_closed, nullptr);
@@ -194,6 +194,8 @@ class channel_state {
   // released: the counterpart to wake (it was handed a value, or its value was taken), the
   // waiters that lost their race, and the exception a move threw.
   struct handoff {
+    explicit handoff(task_context* w) noexcept : waker(w) {}
+    task_context* waker;  // the operation's task, if any (see claim_for_wake)
     channel_waiter* counterpart = nullptr;
     channel_waiter* losers = nullptr;  // linked through `next`
     std::exception_ptr failure;
@@ -219,10 +221,13 @@ class channel_state {
                                     bool& mine_lost) {
     for (channel_waiter* w = queue.first(); w;) {
       channel_waiter& candidate = *std::exchange(w, static_cast<channel_waiter*>(w->next));
+      // (A waiter whose context is shutting down stays for the shutdown to take out.)
+      if (!candidate.claim_for_wake(h.waker)) continue;
       switch (mine.claim_with(candidate.ticket)) {
         case race_ticket::pairing::both:
           return &candidate;
         case race_ticket::pairing::mine_lost:
+          candidate.unclaim();
           mine_lost = true;
           return nullptr;
         case race_ticket::pairing::theirs_lost:
@@ -230,6 +235,7 @@ class channel_state {
           h.lose(candidate);
           break;
         case race_ticket::pairing::same_race:
+          candidate.unclaim();
           break;  // another branch of the operation's own race: it may still win
       }
     }
@@ -245,6 +251,8 @@ class channel_state {
       counterpart.exception = h.failure;
       queue.remove(counterpart);
       h.counterpart = &counterpart;
+    } else {
+      counterpart.unclaim();
     }
     return outcome::failed;
   }

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <coroutine>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "coral/detail/job_state.hpp"
@@ -24,6 +26,8 @@ class child_job_state final : public job_state<T> {
   // its frames go after the child's (which may hold references into them), when the child ends
   // during the same shutdown.
   bool local = false;
+  // The parent's gate (for a child that is not local): the parent may be gone when the child ends.
+  std::shared_ptr<context_gate> parent_gate;
 
   // On the parent's executor: true if the parent let go before the child ended (the child is
   // then cancelled and cleans up after itself).
@@ -34,6 +38,17 @@ class child_job_state final : public job_state<T> {
 
  protected:
   void on_end() noexcept override {
+    // A child on another context takes a pass on the parent's gate before it may claim the parent:
+    // if the parent's context is shutting down, the shutdown lets go of the parent (its abandon
+    // detaches), on the thread destroying the context while it still exists.
+    std::optional<context_gate::pass> pass;
+    if (!local) {
+      pass.emplace(*parent_gate);
+      if (!*pass) {
+        this->mark_observed();  // nobody is left to observe it: its parent is going
+        return;
+      }
+    }
     int expected = waiting;
     if (link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) {
       parent.resume_later();
@@ -51,8 +66,10 @@ class child_job_state final : public job_state<T> {
 // Forwards the parent's cancellation to a child segment (installed in the parent's slot while it
 // waits, so it runs on the parent's executor; the child's signal is emitted on the child's).
 struct forward_cancellation {
+  forward_cancellation(context_ref c, task_context* p) noexcept : child(std::move(c)), parent(p) {}
   context_ref child;
-  void operator()(asio::cancellation_type type) const { child->cancel(type); }
+  task_context* parent;  // whose slot holds this handler: alive while it runs
+  void operator()(asio::cancellation_type type) const { child->cancel(type, parent->cause()); }
 };
 
 // Awaits a child that runs as a segment of its own.
@@ -69,7 +86,12 @@ class child_segment_awaiter : public external_wait {
   child_segment_awaiter& operator=(child_segment_awaiter&&) = delete;
   ~child_segment_awaiter() {
     if (state_) {
-      if (state_->detach()) state_->cancel();
+      if (state_->detach()) {
+        state_->cancel();
+      } else {
+        // The child has ended: what is left of its result goes here, before the parent goes on.
+        state_->drop_result();
+      }
       state_->release();
     }
   }
@@ -94,12 +116,13 @@ class child_segment_awaiter : public external_wait {
     auto* state = new child_job_state<T>(place(executor, forward_cancel));
     state->attach(std::exchange(guard.f, nullptr));
     state->local = &state->gate() == &parent_context.gate();
+    if (!state->local) state->parent_gate = parent_context.shared_gate();
     state_ = state;
     state->add_ref();  // this awaiter's
     state->parent.keep(parent);
     parent_context_ = &parent_context;
     forward_ = forward_cancel;
-    if (forward_) parent_context.slot().template emplace<forward_cancellation>(context_ref(state));
+    if (forward_) parent_context.slot().template emplace<forward_cancellation>(context_ref(state), &parent_context);
     parent_context.set_external_wait(this);
     if (here) {
       state->start_here();

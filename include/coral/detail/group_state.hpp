@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -12,17 +13,6 @@
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
-
-// Whether `e` is cancellation (a system_error with operation_aborted).
-inline bool is_operation_aborted(const std::exception_ptr& e) noexcept {
-  try {
-    std::rethrow_exception(e);
-  } catch (const boost::system::system_error& error) {
-    return error.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
 
 // The links of a task group's child in its group's list (guarded by the group's mutex).
 struct group_link {
@@ -66,6 +56,9 @@ class group_state {
     suspended_task joiner;
     bool resume = false;
     const bool aborted = failure && is_operation_aborted(failure);
+    // A pass on the joiner's gate before taking the joiner (see queued_waiter::claim_for_wake): if
+    // its context is shutting down, the joiner stays for the shutdown to let go of.
+    std::optional<context_gate::pass> pass;
     {
       std::lock_guard lock(mutex_);
       (link.prev ? link.prev->next : children_) = link.next;
@@ -78,9 +71,12 @@ class group_state {
         cancelled_ = true;
       }
       if (--running_ == 0 && joiner_waiting_) {
-        joiner_waiting_ = false;
-        joiner = std::move(joiner_);
-        resume = true;
+        pass.emplace(joiner_.context().gate());
+        if (*pass) {
+          joiner_waiting_ = false;
+          joiner = std::move(joiner_);
+          resume = true;
+        }
       }
     }
     link.context->release();

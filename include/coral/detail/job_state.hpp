@@ -1,8 +1,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "coral/detail/promise.hpp"
@@ -66,10 +70,30 @@ struct job_callback_fn final : job_callback<T> {
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
+// Whether `e` is cancellation (a system_error with operation_aborted).
+inline bool is_operation_aborted(const std::exception_ptr& e) noexcept {
+  try {
+    std::rethrow_exception(e);
+  } catch (const boost::system::system_error& error) {
+    return error.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+// What threads blocked in job::wait() sleep on: one per job, made by its first wait.
+struct job_wait_signal {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool ended = false;
+};
+
 // The root segment of a spawned task and the state shared with its job<T> handles: owns the
 // outermost frame while it runs, then holds the result and runs the callbacks registered on the
 // job. When the job reports done, nothing of the task touches any execution context any more
-// (the segment has left its context before the callbacks run).
+// (the segment has left its context before the callbacks run), every callback has run, and the
+// result is destroyed by whoever lets go of it last among those that can see it: the last job
+// handle to go once the job is done, never the task's thread afterwards.
 template <class T>
 class job_state : public task_context {
  public:
@@ -105,7 +129,51 @@ class job_state : public task_context {
     this->release();
   }
 
-  bool done() const noexcept { return callbacks_.load(std::memory_order_acquire) == ended(); }
+  // (Sequentially consistent: a waiter publishes its signal, then reads this; the end publishes
+  // this, then reads the signal. One of the two sees the other.)
+  bool done() const noexcept { return callbacks_.load(std::memory_order_seq_cst) == ended(); }
+
+  // Job handles: each holds an object reference, and they are counted apart so that the last one
+  // to go once the job is done destroys the result on its own thread.
+  void adopt_handle() noexcept { handles_.fetch_add(1, std::memory_order_relaxed); }
+  void add_handle() noexcept {
+    handles_.fetch_add(1, std::memory_order_relaxed);
+    this->add_ref();
+  }
+  void release_handle() noexcept {
+    if (handles_.fetch_sub(1, std::memory_order_acq_rel) == 1 && done()) drop_result();
+    this->release();
+  }
+
+  // Blocks the calling thread until the job has ended, or until `deadline`; returns done().
+  // However often it is called, a job keeps one signal for all its waiters.
+  template <class Clock, class Duration>
+  bool wait_until(const std::chrono::time_point<Clock, Duration>* deadline) {
+    if (done()) return true;
+    job_wait_signal& signal = wait_signal();
+    std::unique_lock lock(signal.mutex);
+    auto over = [&] { return signal.ended || done(); };
+    if (!deadline) {
+      signal.cv.wait(lock, over);
+      return true;
+    }
+    return signal.cv.wait_until(lock, *deadline, over);
+  }
+
+  // The job was cancelled through its handle: if it then ends with operation_aborted, that is
+  // what was asked for, not an unobserved failure.
+  void cancel_on_request() {
+    cancel_requested_.store(true, std::memory_order_relaxed);
+    this->cancel();
+  }
+
+  // Destroys the result here, on the calling thread (reporting an exception nobody observed).
+  // For whoever is the last that can see the result: a join's parent once the join is over, the
+  // last job handle once the job is done.
+  void drop_result() noexcept {
+    report_if_unobserved();
+    result_.clear();
+  }
 
   // Runs `f(state)` once the job has ended: right here if it already has, otherwise on the thread
   // that ends it. Lock-free: a callback is pushed unless the job has ended. `f` is kept in memory
@@ -136,9 +204,8 @@ class job_state : public task_context {
  protected:
   ~job_state() override {
     if (frame_) frame_.destroy();  // attached but never started (start() threw)
-    if (result_.has_exception() && !observed_.load(std::memory_order_relaxed)) {
-      report_unobserved_exception(result_.exception());
-    }
+    report_if_unobserved();
+    delete waiters_.load(std::memory_order_relaxed);
   }
 
   // Runs when the task has ended, before the job's callbacks.
@@ -168,14 +235,42 @@ class job_state : public task_context {
     finish();
   }
 
+  // Runs the callbacks (those registered meanwhile too), then reports done: whoever sees done()
+  // sees every callback's effects. Then wakes the blocked waiters.
   void finish() noexcept {
-    job_callback<T>* newest_first = callbacks_.exchange(ended(), std::memory_order_acq_rel);
-    job_callback<T>* oldest_first = nullptr;
-    while (newest_first) oldest_first = std::exchange(newest_first, std::exchange(newest_first->next, oldest_first));
-    while (oldest_first) {
-      job_callback_ptr<T> callback(std::exchange(oldest_first, oldest_first->next));
-      run_callback(*callback);
+    for (;;) {
+      job_callback<T>* newest_first = callbacks_.exchange(nullptr, std::memory_order_acq_rel);
+      if (!newest_first) {
+        job_callback<T>* none = nullptr;
+        if (callbacks_.compare_exchange_strong(none, ended(), std::memory_order_seq_cst)) break;
+        continue;
+      }
+      job_callback<T>* oldest_first = nullptr;
+      while (newest_first) oldest_first = std::exchange(newest_first, std::exchange(newest_first->next, oldest_first));
+      while (oldest_first) {
+        job_callback_ptr<T> callback(std::exchange(oldest_first, oldest_first->next));
+        run_callback(*callback);
+      }
     }
+    if (job_wait_signal* signal = waiters_.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(signal->mutex);
+      signal->ended = true;
+      signal->cv.notify_all();
+    }
+  }
+
+  job_wait_signal& wait_signal() {
+    job_wait_signal* signal = waiters_.load(std::memory_order_acquire);
+    if (signal) return *signal;
+    auto fresh = std::make_unique<job_wait_signal>();
+    if (waiters_.compare_exchange_strong(signal, fresh.get(), std::memory_order_seq_cst)) return *fresh.release();
+    return *signal;
+  }
+
+  void report_if_unobserved() noexcept {
+    if (observed_.exchange(true, std::memory_order_relaxed) || !result_.has_exception()) return;
+    if (cancel_requested_.load(std::memory_order_relaxed) && is_operation_aborted(result_.exception())) return;
+    report_unobserved_exception(result_.exception());
   }
 
   void run_callback(job_callback<T>& callback) noexcept {
@@ -192,8 +287,11 @@ class job_state : public task_context {
   task_result<T> result_;
   // The callbacks registered so far, newest first; ended() once the job has ended.
   std::atomic<job_callback<T>*> callbacks_{nullptr};
+  std::atomic<job_wait_signal*> waiters_{nullptr};
+  std::atomic<std::uint32_t> handles_{0};
   std::atomic<bool> observed_{false};
   std::atomic<bool> taken_{false};
+  std::atomic<bool> cancel_requested_{false};
   bool abandoned_ = false;
 };
 

@@ -159,7 +159,7 @@ class tuple_join_awaiter : protected join_awaiter_base {
   }
   tuple_join_awaiter(tuple_join_awaiter&&) = default;
   ~tuple_join_awaiter() {
-    std::apply([](auto*... m) { (release_member(m), ...); }, members_);
+    std::apply([this](auto*... m) { (this->let_go_of(m), ...); }, members_);
   }
 
   bool await_ready() const noexcept { return false; }
@@ -199,11 +199,6 @@ class tuple_join_awaiter : protected join_awaiter_base {
     return end_start();
   }
 
-  template <class Member>
-  static void release_member(Member* m) noexcept {
-    if (m) m->release();
-  }
-
   std::tuple<Tasks...> tasks_;
   std::tuple<join_member<typename Tasks::value_type>*...> members_{};
 };
@@ -223,7 +218,7 @@ class vector_join_awaiter : protected join_awaiter_base {
   }
   vector_join_awaiter(vector_join_awaiter&&) = default;
   ~vector_join_awaiter() {
-    for (auto* m : members_) m->release();
+    for (auto* m : members_) this->let_go_of(m);
   }
 
   bool await_ready() const noexcept { return tasks_.empty(); }

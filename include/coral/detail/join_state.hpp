@@ -3,6 +3,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -41,8 +42,9 @@ class join_state {
   // Before any child starts: registers a child (holding an object reference to it). `hosted`: it
   // runs on the parent's executor, which runs one thing at a time, hosted by the parent's segment.
   // `local`: it runs on the parent's execution context (hosted or not).
-  void add_child(task_context& child, bool hosted, bool local) {
+  void add_child(task_context& child, bool hosted, bool local, task_context& parent_context) {
     children_.push_back({&child, hosted, local});
+    if (!local && !parent_gate_) parent_gate_ = parent_context.shared_gate();
     child.add_ref();
     // (Nothing else looks at the count before the children start: no read-modify-write needed.)
     if (local) local_pending_.store(local_pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -58,15 +60,15 @@ class join_state {
     if ((kind_ == join_kind::first_end || failed) && decision_.decide(static_cast<std::ptrdiff_t>(index))) {
       cancel_children(asio::cancellation_type::all, on_parent_executor, index);
     }
-    arrive(on_parent_executor);
+    arrive(on_parent_executor, children_[index].local);
     if (children_[index].local) local_child_gone();
     release();
   }
 
-  // Any thread: a branch that is not a child (with_timeout's deadline) has ended. If it is the
-  // first, it decides the join and every child is cancelled.
-  void end_branch(std::ptrdiff_t branch) noexcept {
-    if (decision_.decide(branch)) cancel_children(asio::cancellation_type::all, false);
+  // Any thread: a branch that is not a child (with_timeout's deadline, `cause`) has ended. If it
+  // is the first, it decides the join and every child is cancelled.
+  void end_branch(std::ptrdiff_t branch, cancel_cause cause) noexcept {
+    if (decision_.decide(branch)) cancel_children(asio::cancellation_type::all, false, no_exception, cause);
   }
 
   // Whether child `index` runs on the parent's executor (so it starts on the spot).
@@ -86,14 +88,16 @@ class join_state {
   // executor, where the children that share it are suspended (or ended): their signals are emitted
   // right here rather than through a post, which on a strand would wake another thread to run it.
   // The others' go through their executors.
-  void cancel_children(asio::cancellation_type type, bool on_parent_executor,
-                       std::size_t except = static_cast<std::size_t>(-1)) noexcept {
+  // `cause`: why (the parent's own cause, when its cancellation is forwarded).
+  static constexpr std::size_t no_exception = static_cast<std::size_t>(-1);
+  void cancel_children(asio::cancellation_type type, bool on_parent_executor, std::size_t except = no_exception,
+                       cancel_cause cause = not_a_deadline) noexcept {
     for (std::size_t i = 0; i < children_.size(); ++i) {
       if (i == except) continue;
       if (on_parent_executor && children_[i].hosted) {
-        children_[i].context->cancel_here(type);
+        children_[i].context->cancel_here(type, cause);
       } else {
-        children_[i].context->cancel(type);
+        children_[i].context->cancel(type, cause);
       }
     }
   }
@@ -113,6 +117,10 @@ class join_state {
     link_.store(completed, std::memory_order_relaxed);  // nobody else looks at it any more
     return false;
   }
+
+  // Whether every child has ended and the parent was (or is about to be) resumed: nothing of the
+  // children touches their results any more.
+  bool over() const noexcept { return link_.load(std::memory_order_acquire) == completed; }
 
   // The parent's context is shutting down: true if the parent let go before the children ended
   // (they are then cancelled and nobody resumes the parent).
@@ -134,8 +142,17 @@ class join_state {
     for (auto& child : children_) child.context->release();
   }
 
-  void arrive(bool on_parent_executor) noexcept {
+  void arrive(bool on_parent_executor, bool local) noexcept {
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // A child on another context takes a pass on the parent's gate before it may claim the parent.
+    // If the parent's context is shutting down, the parent stays for the shutdown to let go of (the
+    // detach in its abandon), on the thread destroying the context while the context still exists,
+    // never on this thread, possibly after the context's services are gone.
+    std::optional<context_gate::pass> pass;
+    if (!local) {
+      pass.emplace(*parent_gate_);
+      if (!*pass) return;
+    }
     int expected = waiting;
     if (!link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) return;
     if (on_parent_executor) {
@@ -166,6 +183,9 @@ class join_state {
     bool local;
   };
   std::vector<child> children_;
+  // The parent's gate, when a child runs on another context (it passes through the gate when it
+  // ends; the parent may be gone by then).
+  std::shared_ptr<context_gate> parent_gate_;
 };
 
 // A child of a join: a segment whose end is reported to the join. Its result stays here until
@@ -201,7 +221,8 @@ class join_member final : public job_state<T> {
 // so it runs on the parent's executor; each child's signal is emitted on the child's executor).
 struct forward_join_cancellation {
   join_state* join;
-  explicit forward_join_cancellation(join_state* j) noexcept : join(j) { join->add_ref(); }
+  task_context* parent;  // whose slot holds this handler: alive while it runs
+  forward_join_cancellation(join_state* j, task_context* p) noexcept : join(j), parent(p) { join->add_ref(); }
   forward_join_cancellation(const forward_join_cancellation&) = delete;
   ~forward_join_cancellation() { join->release(); }
   void operator()(asio::cancellation_type type) const {
@@ -210,7 +231,7 @@ struct forward_join_cancellation {
     // cancel_children returns: the join is held by the call, not by the handler.
     join_state* j = join;
     j->add_ref();
-    j->cancel_children(type, true);
+    j->cancel_children(type, true, join_state::no_exception, parent->cause());
     j->release();
   }
 };
@@ -261,14 +282,14 @@ class join_awaiter_base : public external_wait {
     auto* member = new join_member<T>(hosted ? std::move(*hosted) : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
-    join_->add_child(*member, hosted.has_value(), &member->gate() == &parent_context_->gate());
+    join_->add_child(*member, hosted.has_value(), &member->gate() == &parent_context_->gate(), *parent_context_);
     return member;
   }
 
   // Once every member exists: lets the parent's cancellation reach them and registers the wait.
   void begin_start() {
     forward_ = parent_context_->op_slot().is_connected();
-    if (forward_) parent_context_->slot().template emplace<forward_join_cancellation>(join_);
+    if (forward_) parent_context_->slot().template emplace<forward_join_cancellation>(join_, parent_context_);
     parent_context_->set_external_wait(this);
   }
 
@@ -304,6 +325,18 @@ class join_awaiter_base : public external_wait {
   }
 
   join_state& join() const noexcept { return *join_; }
+
+  // The one place a join's parent lets go of a child. Once the join is over, whatever the child
+  // produced and the parent did not take (a loser's value, a sibling's after the first failure,
+  // the moved-from remains of a value taken) is destroyed here, on the parent's executor, before
+  // the parent goes on: never afterwards on the child's thread. (A join given up because the
+  // parent's context shuts down leaves it to the children, which may still be running.)
+  template <class T>
+  void let_go_of(job_state<T>* member) noexcept {
+    if (!member) return;
+    if (join_ && join_->over()) member->drop_result();
+    member->release();
+  }
 
  private:
   void abandon() noexcept override {

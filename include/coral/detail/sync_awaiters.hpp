@@ -47,12 +47,13 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   bool attempted_ = false;  // acquire() ran and its permit has not reached the task yet
 };
 
-// co_await mutex.lock(): a permit_awaiter whose result is the lock's guard.
+// co_await mutex.lock() / semaphore.acquire(): a permit_awaiter whose result is the guard that
+// owns the lock or permit (so that a result nobody takes gives it back).
 template <class Guard, class Mutex>
 class lock_awaiter : public permit_awaiter {
  public:
-  lock_awaiter(std::shared_ptr<permit_state> state, Mutex& mutex) noexcept
-      : permit_awaiter(std::move(state), "coral::async_mutex: lock"), mutex_(&mutex) {}
+  lock_awaiter(std::shared_ptr<permit_state> state, Mutex& mutex, const char* what) noexcept
+      : permit_awaiter(std::move(state), what), mutex_(&mutex) {}
 
   [[nodiscard]] Guard await_resume() {
     permit_awaiter::await_resume();

@@ -30,7 +30,7 @@ class sync_state {
     queued_waiter* waiters;
     {
       std::lock_guard lock(mutex_);
-      waiters = waiters_.take_all();
+      waiters = waiters_.take_all(static_cast<task_context*>(nullptr));
     }
     wake_all(waiters, asio::error::operation_aborted, nullptr);
   }
@@ -72,7 +72,7 @@ class permit_state : public sync_state {
     queued_waiter* granted;
     {
       std::lock_guard lock(mutex_);
-      granted = waiters_.take_front(n);
+      granted = waiters_.take_front(n, waker);
       permits_ += n;  // what no waiter took
     }
     wake_all(granted, {}, waker);
@@ -85,7 +85,8 @@ class permit_state : public sync_state {
 
  private:
   // Permits nobody holds. Invariant: if it is above zero, no task waits (a released permit goes to
-  // a waiter first), so try_acquire() never overtakes a waiter.
+  // a waiter first), so try_acquire() never overtakes a waiter; but those whose context is
+  // shutting down, which the shutdown takes out.
   std::size_t permits_;
 };
 
@@ -106,7 +107,7 @@ class event_state : public sync_state {
     {
       std::lock_guard lock(mutex_);
       set_ = true;
-      waiters = waiters_.take_all();
+      waiters = waiters_.take_all(static_cast<task_context*>(nullptr));
     }
     wake_all(waiters, {}, nullptr);
   }
@@ -122,7 +123,8 @@ class event_state : public sync_state {
   }
 
  private:
-  // Invariant: while it is true, no task waits (set() wakes them all; wait() does not queue).
+  // Invariant: while it is true, no task waits (set() wakes them all; wait() does not queue),
+  // but those whose context is shutting down, which the shutdown takes out.
   bool set_ = false;
 };
 

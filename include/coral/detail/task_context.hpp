@@ -1,8 +1,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <coroutine>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -43,6 +45,15 @@ class external_wait {
   ~external_wait() = default;
 };
 
+// Why a segment was cancelled, as with_timeout needs to know it: only by the deadlines of timeouts
+// around it (then the earliest of those deadlines, as a count of the steady clock), or for any
+// other reason (a job's cancel, a sibling that won, a failure, a parent's cancellation).
+using cancel_cause = std::chrono::steady_clock::rep;
+inline constexpr cancel_cause not_a_deadline = std::numeric_limits<cancel_cause>::min();
+inline cancel_cause deadline_cause(std::chrono::steady_clock::time_point deadline) noexcept {
+  return deadline.time_since_epoch().count();
+}
+
 // One segment of a task: the coroutines that run on one executor, with everything they share.
 // A spawned task is one segment (its root); a child awaited on another executor is a segment of
 // its own. Inline children use their parent's segment.
@@ -76,6 +87,9 @@ class task_context : public gate_member {
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
   const asio::any_io_executor& executor() const noexcept { return host_->executor_; }
   context_gate& gate() const noexcept { return *host_->gate_; }
+  // For whoever may need the gate after the segment is gone (a child on another context, which
+  // passes through its parent's gate when it ends).
+  const std::shared_ptr<context_gate>& shared_gate() const noexcept { return host_->gate_; }
 
   // For a child that runs on this segment's executor while this segment waits for it (a join's
   // member), when that executor can be shared as it is (it runs one thing at a time): a hosted
@@ -101,13 +115,16 @@ class task_context : public gate_member {
   asio::cancellation_slot op_slot() noexcept {
     return refs_.load(std::memory_order_acquire) > 1 ? signal_.slot() : asio::cancellation_slot();
   }
-  // Any thread: marks the segment cancelled and emits its signal on its executor.
-  void cancel(asio::cancellation_type type = asio::cancellation_type::all);
-  // On the executor: marks the segment cancelled and emits its signal now.
-  void cancel_here(asio::cancellation_type type) {
-    cancelled_.store(true, std::memory_order_release);
-    if (!ended_.load(std::memory_order_acquire)) signal_.emit(type);
+  // Any thread: marks the segment cancelled (for `cause`) and emits its signal on its executor.
+  void cancel(asio::cancellation_type type = asio::cancellation_type::all, cancel_cause cause = not_a_deadline);
+  // On the executor: marks the segment cancelled (for `cause`) and emits its signal now.
+  void cancel_here(asio::cancellation_type type, cancel_cause cause = not_a_deadline) {
+    note_cause(cause);
+    emit_here(type);
   }
+  // Once cancelled(): what cancelled the segment; with several causes, any that is not a deadline
+  // wins, else the earliest deadline.
+  cancel_cause cause() const noexcept { return cause_.load(std::memory_order_acquire); }
 
   // A segment that is a branch of a when_any: the ticket its operation carries (see race.hpp).
   virtual race_ticket race_branch() const noexcept { return {}; }
@@ -157,6 +174,16 @@ class task_context : public gate_member {
   void abandon() noexcept override;
 
  private:
+  void note_cause(cancel_cause cause) noexcept {
+    cancel_cause seen = cause_.load(std::memory_order_relaxed);
+    while (cause < seen && !cause_.compare_exchange_weak(seen, cause, std::memory_order_acq_rel)) {
+    }
+  }
+  void emit_here(asio::cancellation_type type) {
+    cancelled_.store(true, std::memory_order_release);
+    if (!ended_.load(std::memory_order_acquire)) signal_.emit(type);
+  }
+
   template <class Executor>
   using tracked =
       std::decay_t<decltype(asio::prefer(std::declval<Executor>(), asio::execution::outstanding_work.tracked))>;
@@ -179,6 +206,8 @@ class task_context : public gate_member {
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};
+  // (No cause until cancelled: the largest value, which any cause replaces.)
+  std::atomic<cancel_cause> cause_{std::numeric_limits<cancel_cause>::max()};
   std::atomic<bool> ended_{false};
   // A hosted segment has no link to tell who leaves the context: this does.
   std::atomic<bool> left_{false};

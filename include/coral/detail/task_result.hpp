@@ -71,6 +71,12 @@ class task_result {
     return take();
   }
 
+  // Destroys what is left (a value nobody took, the moved-from remains of one that was taken, an
+  // exception): the result is empty again.
+  void clear() noexcept {
+    state_.template emplace<0>();
+  }
+
   // An lvalue of the value (for callbacks that look at it without taking it).
   decltype(auto) peek() {
     if constexpr (std::is_reference_v<T>) {

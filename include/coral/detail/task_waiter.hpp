@@ -22,12 +22,35 @@ struct queued_waiter : waiter_node {
   // same executor may then be resumed on the spot.
   virtual void wake(task_context* waker) noexcept = 0;
 
+  // Under the owner's lock, before a waker unlinks this waiter to wake it. A coral task's waiter
+  // whose waker is not on its context takes a pass on its context's gate, left once wake() has
+  // posted the task: a context that starts shutting down meanwhile waits for it, so the task is
+  // never let go of on the waker's thread after the context's services are gone. False if the
+  // context is shutting down: the waiter stays queued, and the shutdown abandons it on the thread
+  // destroying the context.
+  bool claim_for_wake(task_context* waker) noexcept {
+    if (!gate || (waker && &waker->gate() == gate)) return true;
+    if (!gate->enter()) return false;
+    pass = gate;
+    return true;
+  }
+
+  // A claimed waiter that is not woken after all (it stays queued).
+  void unclaim() noexcept {
+    if (auto* claimed = std::exchange(pass, nullptr)) claimed->leave();
+  }
+
+  // The gate of the waiting task's context (a coral task's waiter), and the pass claimed on it.
+  context_gate* gate = nullptr;
+  context_gate* pass = nullptr;
+
  protected:
   ~queued_waiter() = default;
 };
 
 // Completes the waiters of a list taken out of a queue (linked through `next`, already unlinked)
 // with `error`, in order. No lock may be held: wake() may resume a coroutine.
+// (Taken out with take_front / take_all, which claim them.)
 template <class Waiter>
 void wake_all(Waiter* list, boost::system::error_code error, task_context* waker) noexcept {
   while (list) {
@@ -69,7 +92,11 @@ class task_waiter : public Waiter, public external_wait {
 
   bool await_ready() const noexcept { return false; }
 
-  void wake(task_context* waker) noexcept override { task_.resume_from(waker); }
+  void wake(task_context* waker) noexcept override {
+    context_gate* claimed = std::exchange(this->pass, nullptr);  // (this object may go with the task)
+    task_.resume_from(waker);
+    if (claimed) claimed->leave();
+  }
 
   void abandon() noexcept override {
     if (state_->cancel(*this)) task_.let_go();  // may destroy the frame holding this awaiter
@@ -84,6 +111,7 @@ class task_waiter : public Waiter, public external_wait {
   bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
     task_.suspend(coroutine);
     task_context& context = task_.context();
+    this->gate = &context.gate();
     if (auto slot = context.op_slot(); slot.is_connected()) {
       slot.template emplace<wait_cancellation<State, Waiter>>(state_, this);
     }

@@ -38,26 +38,28 @@ class waiter_queue {
     w.next = w.prev = nullptr;
     w.linked = false;
   }
-  // Unlinks up to `n` waiters from the front and returns them as a list linked through `next`;
-  // `n` is left with how many more were asked for than there were.
-  Waiter* take_front(std::size_t& n) noexcept {
-    waiter_node* first = head_;
-    waiter_node* last = nullptr;
-    for (; n > 0 && head_; --n) {
-      last = head_;
-      last->linked = false;
-      head_ = last->next;
+  // Unlinks up to `n` waiters from the front that `waker` may wake (see claim_for_wake) and returns
+  // them as a list linked through `next`; `n` is left with how many more were asked for than
+  // there were. Waiters it may not wake stay queued.
+  template <class Waker>
+  Waiter* take_front(std::size_t& n, Waker* waker) noexcept {
+    waiter_node* taken = nullptr;
+    waiter_node** tail = &taken;
+    for (Waiter* w = first(); w && n > 0;) {
+      Waiter& candidate = *std::exchange(w, static_cast<Waiter*>(w->next));
+      if (!candidate.claim_for_wake(waker)) continue;
+      remove(candidate);
+      *tail = &candidate;
+      tail = &candidate.next;
+      --n;
     }
-    if (!last) return nullptr;
-    last->next = nullptr;
-    (head_ ? head_->prev : tail_) = nullptr;
-    return static_cast<Waiter*>(first);
+    return static_cast<Waiter*>(taken);
   }
-  // Unlinks everything; returns the old head (a list linked through `next`).
-  Waiter* take_all() noexcept {
-    for (auto* w = head_; w; w = w->next) w->linked = false;
-    tail_ = nullptr;
-    return static_cast<Waiter*>(std::exchange(head_, nullptr));
+  // As take_front, for every waiter.
+  template <class Waker>
+  Waiter* take_all(Waker* waker) noexcept {
+    std::size_t n = static_cast<std::size_t>(-1);
+    return take_front(n, waker);
   }
 
  private:
