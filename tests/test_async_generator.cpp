@@ -281,6 +281,175 @@ BOOST_AUTO_TEST_CASE(a_long_synchronous_run_does_not_grow_the_stack) {
   BOOST_TEST(get_within(std::move(j)) == 999'999L * 1'000'000L / 2);
 }
 
+// ---- depth: long chains of transforms keep the stack flat
+
+namespace {
+
+// How many transforms the depth tests chain: a stack that grew by even a small frame per
+// transform would overflow long before the end of the chain (in a sanitizer build too).
+constexpr int chain_length = 100'000;
+
+// A value that counts its live instances (lifetime) and the maps it went through.
+struct traced {
+  explicit traced(int v = 0) noexcept : value(v) {}
+  int value;
+  int maps = 0;
+  lifetime alive;
+};
+
+// How a source gets to each of its values: at once, after a turn of its executor's queue, or
+// after a short timer.
+enum class pace { synchronous, yielding, sleeping };
+constexpr pace every_pace[] = {pace::synchronous, pace::yielding, pace::sleeping};
+const char* name_of(pace p) {
+  return p == pace::synchronous ? "synchronous" : p == pace::yielding ? "yielding" : "sleeping";
+}
+
+coral::async_generator<traced> traced_values(pace p, int n, std::shared_ptr<std::atomic<int>> produced) {
+  for (int i = 0; i < n; ++i) {
+    if (p == pace::yielding) co_await coral::yield();
+    if (p == pace::sleeping) co_await coral::sleep_for(1us);
+    ++*produced;
+    co_yield traced(i);
+  }
+}
+
+traced one_more_map(traced t) {
+  ++t.maps;
+  return t;
+}
+
+coral::async_generator<traced> chain_of_maps(coral::async_generator<traced> g, int length = chain_length) {
+  for (int i = 0; i < length; ++i) g = std::move(g).map(one_more_map);
+  return g;
+}
+
+// Maps, filters and takes in turn; the filters let odd values through, and no take stops early.
+constexpr int maps_in_mixed_chain = (chain_length + 2) / 3;
+coral::async_generator<traced> mixed_chain(coral::async_generator<traced> g) {
+  for (int i = 0; i < chain_length; ++i) {
+    switch (i % 3) {
+      case 0:
+        g = std::move(g).map(one_more_map);
+        break;
+      case 1:
+        g = std::move(g).filter([](const traced& t) { return t.value % 2 == 1; });
+        break;
+      default:
+        g = std::move(g).take(1000);
+    }
+  }
+  return g;
+}
+
+// What reached the consumer, value by value.
+struct arrivals {
+  std::vector<int> values;
+  std::vector<int> maps;  // how many maps each went through
+};
+
+coral::task<arrivals> receive_all(coral::async_generator<traced> g) {
+  arrivals got;
+  while (auto t = co_await g.next()) {
+    got.values.push_back(t->value);
+    got.maps.push_back(t->maps);
+  }
+  co_return got;
+}
+
+struct on_inline_executor {
+  boost::asio::any_io_executor get_executor() { return coral::inline_executor{}; }
+};
+using chain_places = std::tuple<on_event_loop, on_pool_strand, on_inline_executor>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_hundred_thousand_chained_maps_deliver_every_value_without_growing_the_stack, Place,
+                              chain_places) {
+  constexpr int n = 3;
+  for (const pace p : every_pace) {
+    BOOST_TEST_CONTEXT("source " << name_of(p)) {
+      Place place;
+      auto produced = std::make_shared<std::atomic<int>>(0);
+      auto j = coral::spawn(place.get_executor(), receive_all(chain_of_maps(traced_values(p, n, produced))));
+      const arrivals got = get_within(std::move(j));
+      BOOST_TEST(got.values == (std::vector<int>{0, 1, 2}), boost::test_tools::per_element());
+      BOOST_TEST(got.maps == std::vector<int>(n, chain_length), boost::test_tools::per_element());
+      BOOST_TEST(produced->load() == n);
+      BOOST_TEST(lifetime::alive == 0);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_hundred_thousand_chained_maps_filters_and_takes_pull_only_what_is_asked_for, Place,
+                              chain_places) {
+  for (const pace p : every_pace) {
+    BOOST_TEST_CONTEXT("source " << name_of(p)) {
+      Place place;
+      auto produced = std::make_shared<std::atomic<int>>(0);
+      auto g = mixed_chain(traced_values(p, 100, produced)).take(3);
+      auto j = coral::spawn(place.get_executor(), receive_all(std::move(g)));
+      const arrivals got = get_within(std::move(j));
+      BOOST_TEST(got.values == (std::vector<int>{1, 3, 5}), boost::test_tools::per_element());
+      BOOST_TEST(got.maps == std::vector<int>(3, maps_in_mixed_chain), boost::test_tools::per_element());
+      BOOST_TEST(produced->load() == 6);  // up to the third odd value
+      BOOST_TEST(lifetime::alive == 0);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_unfinished_chain_of_a_hundred_thousand_maps_is_destroyed_without_growing_the_stack,
+                              Place, chain_places) {
+  Place place;
+  auto produced = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(), [](coral::async_generator<traced> g) -> coral::task<int> {
+    auto first = co_await g.next();
+    co_return first ? first->value : -1;
+  }(chain_of_maps(traced_values(pace::synchronous, 1000, produced))));
+  BOOST_TEST(get_within(std::move(j)) == 0);
+  BOOST_TEST(produced->load() == 1);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_the_consumer_of_a_long_chain_of_maps_ends_every_frame, Place, chain_places) {
+  auto waiting = std::make_shared<std::promise<void>>();
+  auto source = [](std::shared_ptr<std::promise<void>> waiting) -> coral::async_generator<traced> {
+    traced local;
+    waiting->set_value();
+    co_await coral::sleep_for(1h);
+    co_yield traced();
+  };
+  // Each map rethrows operation_aborted to the next: slow in a sanitizer build, hence a shorter
+  // chain (still far longer than a stack that grew per map would hold).
+  constexpr int length = chain_length / 5;
+  Place place;
+  auto j = coral::spawn(place.get_executor(), receive_all(chain_of_maps(source(waiting), length)));
+  BOOST_REQUIRE(waiting->get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_long_chain_waiting_when_its_consumers_context_is_destroyed_is_freed, Context,
+                              owned_contexts) {
+  coral::channel<int> ch;
+  std::optional<coral::job<arrivals>> j;
+  {
+    Context context;
+    auto source = [](coral::channel<int>& ch) -> coral::async_generator<traced> {
+      traced local;
+      co_await ch.receive();
+      co_yield traced();
+    };
+    j = coral::spawn(context.get_executor(), receive_all(chain_of_maps(source(ch))));
+    context.settle();
+    BOOST_TEST(lifetime::alive == 1);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(!ch.try_send(1));  // nobody waits any more
+  BOOST_TEST((failure_of(*j) == asio::error::operation_aborted));
+}
+
 BOOST_AUTO_TEST_CASE(next_of_an_empty_generator_is_refused_with_a_clear_error) {
   coral::event_loop loop;
   auto j = coral::spawn(loop, []() -> coral::task<> {

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/promise.hpp"
+#include "coral/detail/async_generator_promise.hpp"
 
 namespace coral {
 
@@ -38,6 +38,10 @@ namespace coral {
 // - Transforms (map, filter, take) take the generator over (call them on an rvalue) and return a
 //   new async generator pulling from it, in the consumer's task. take(n) stops pulling after n
 //   values: the upstream never computes one nobody asked for.
+// - The stack does not grow with the length of a chain of transforms, in any build (Debug and
+//   sanitizers included): control passes between a generator and its consumer in a loop, not in
+//   nested calls, whether the body's values are ready at once or come after a wait, and a chain
+//   is destroyed one frame after the other.
 // - Destroying an unfinished async generator destroys its frame without running it further.
 // - If the consumer's frame is destroyed while the body runs for it (the consumer's context shut
 //   down while the body waited), the body's frame is destroyed with it, at that moment, while the
@@ -49,60 +53,6 @@ namespace coral {
 // task (on any executor): the body then continues as part of that task.
 template <class T>
 class async_generator;
-
-namespace detail {
-
-template <class T>
-class async_generator_promise : public promise_base {
- public:
-  async_generator<T> get_return_object() noexcept;
-
-  // Hands the value (or the end) to the consumer: without suspending it when the body got there
-  // within the consumer's next() on this thread, else by resuming it.
-  struct hand_over {
-    async_generator_promise* self;
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<>) const noexcept {
-      if (inline_start* mark = tls_inline_start; mark && mark->child == self) {
-        mark->completed = true;
-        return;
-      }
-      self->continuation().resume();  // the consumer may destroy this frame: nothing after
-    }
-    void await_resume() const noexcept {}
-  };
-  // A copy of a yielded lvalue, kept in the frame while the consumer takes it.
-  struct hand_over_copy : hand_over {
-    T copy;
-    void await_suspend(std::coroutine_handle<> h) noexcept {
-      this->self->value_ = std::addressof(copy);
-      hand_over::await_suspend(h);
-    }
-  };
-
-  hand_over yield_value(T&& value) noexcept {
-    value_ = std::addressof(value);
-    return {this};
-  }
-  hand_over_copy yield_value(const T& value) requires std::is_copy_constructible_v<T> { return {{this}, value}; }
-  hand_over final_suspend() noexcept { return {this}; }
-
-  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
-  void return_void() noexcept {}
-
-  // After the hand-over: the value, nullopt at the end, or the body's exception (once).
-  std::optional<T> take(bool ended) {
-    if (exception_) std::rethrow_exception(std::exchange(exception_, nullptr));
-    if (ended) return std::nullopt;
-    return std::optional<T>(std::move(*value_));
-  }
-
- private:
-  T* value_ = nullptr;
-  std::exception_ptr exception_;
-};
-
-}  // namespace detail
 
 template <class T>
 class [[nodiscard]] async_generator {
@@ -134,22 +84,37 @@ class [[nodiscard]] async_generator {
   template <class F>
   requires std::invocable<F&, T&&>
   auto map(F f) && {
-    return map_body<std::remove_cvref_t<std::invoke_result_t<F&, T&&>>>(std::move(*this), std::move(f));
+    detail::async_generator_frame* up = upstream_frame();
+    return map_body<std::remove_cvref_t<std::invoke_result_t<F&, T&&>>>(std::move(*this), std::move(f))
+        .pulling_from(up);
   }
   // filter: the values for which p(x) is true (p sees a non-modifiable lvalue).
   template <class P>
   requires std::predicate<P&, const T&> async_generator filter(P p) && {
-    return filter_body(std::move(*this), std::move(p));
+    detail::async_generator_frame* up = upstream_frame();
+    return filter_body(std::move(*this), std::move(p)).pulling_from(up);
   }
   // take: the first n values at most.
-  async_generator take(std::size_t n) && { return take_body(std::move(*this), n); }
+  async_generator take(std::size_t n) && {
+    detail::async_generator_frame* up = upstream_frame();
+    return take_body(std::move(*this), n).pulling_from(up);
+  }
 
  private:
   friend promise_type;
+  template <class>
+  friend class async_generator;
   explicit async_generator(handle_type frame) noexcept : frame_(frame) {}
 
   void reset() noexcept {
-    if (auto f = std::exchange(frame_, nullptr)) f.destroy();
+    if (auto f = std::exchange(frame_, nullptr)) detail::destroy_async_generator(&f.promise());
+  }
+
+  detail::async_generator_frame* upstream_frame() noexcept { return frame_ ? &frame_.promise() : nullptr; }
+  // A transform's frame records the frame it owns and pulls from (see destroy_async_generator).
+  async_generator pulling_from(detail::async_generator_frame* up) && noexcept {
+    frame_.promise().upstream = up;
+    return std::move(*this);
   }
 
   template <class U, class F>
@@ -193,9 +158,12 @@ class async_generator<T>::next_awaiter {
   bool await_suspend(std::coroutine_handle<Promise> consumer) {
     task_context& context = consumer.promise().context();
     context.throw_if_cancelled();
-    owner_->frame_.promise().run_inline(context, consumer);
+    const handle_type body = owner_->frame_;
+    body.promise().run_inline(context, consumer);
     in_flight_ = true;
-    return !detail::start_inline(owner_->frame_);
+    // Once the consumer has suspended, it may already have been resumed and this awaiter gone:
+    // nothing may touch it after this call.
+    return detail::hand_off_and_wait(consumer, body);
   }
 
   std::optional<T> await_resume() {
