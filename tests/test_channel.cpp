@@ -431,6 +431,66 @@ BOOST_AUTO_TEST_CASE(move_assigning_over_a_channel_with_waiters_closes_it) {
   BOOST_TEST(ch.try_send(3));  // the new channel works
 }
 
+BOOST_AUTO_TEST_CASE(a_moved_from_channel_behaves_as_closed_and_empty) {
+  asio::io_context ctx(1);
+  coral::channel<counted> ch(4);
+  BOOST_REQUIRE(ch.try_send(counted(1)));
+  coral::channel<counted> other(std::move(ch));
+
+  counted kept(2);
+  BOOST_TEST(!ch.try_send(kept));
+  BOOST_TEST(kept.value == 2);  // untouched, as by any failed try_send
+  BOOST_TEST(!ch.try_send(counted(3)));
+  BOOST_TEST(!ch.try_receive().has_value());
+  BOOST_TEST(ch.closed());
+  BOOST_TEST(ch.size() == 0u);
+  BOOST_TEST(ch.capacity() == 0u);
+  ch.close();
+  ch.close(std::make_exception_ptr(std::runtime_error("ignored")));
+  BOOST_TEST(ch.closed());
+
+  boost::system::error_code async_sent, async_received;
+  ch.async_send(counted(4), asio::bind_executor(ctx, [&](boost::system::error_code e) { async_sent = e; }));
+  ch.async_receive(asio::bind_executor(ctx, [&](boost::system::error_code e, counted) { async_received = e; }));
+
+  auto awaited = coral::spawn(ctx, [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> outcomes;
+    auto record = [&](auto operation) -> coral::task<> {
+      try {
+        co_await operation();
+        outcomes.push_back("happened");
+      } catch (const coral::channel_closed&) {
+        outcomes.push_back("closed");
+      }
+    };
+    co_await record([&] { return ch.send(counted(5)); });
+    co_await record([&] { return ch << counted(6); });
+    co_await record([&] { return ch.receive(); });
+    counted target(7);
+    co_await record([&] { return ch >> target; });
+    outcomes.push_back((co_await ch.next()).has_value() ? "value" : "nullopt");
+    co_await record([&] { return coral::when_any(ch.receive(), std::chrono::hours(1)); });
+    co_await record([&] { return coral::with_timeout(std::chrono::hours(1), ch.receive()); });
+    co_return outcomes;
+  });
+  ctx.run();
+  BOOST_TEST(awaited.get_result() ==
+                 (std::vector<std::string>{"closed", "closed", "closed", "closed", "nullopt", "closed", "closed"}),
+             boost::test_tools::per_element());
+  BOOST_TEST((async_sent == coral::errc::channel_closed));
+  BOOST_TEST((async_received == coral::errc::channel_closed));
+
+  coral::channel<counted> moved_again(std::move(ch));  // a moved-from channel moves on as one
+  BOOST_TEST(moved_again.closed());
+  ch = std::move(moved_again);
+  BOOST_TEST(ch.closed());
+  BOOST_TEST(other.try_receive()->value == 1);  // the channel itself lives on in `other`
+  ch = coral::channel<counted>(1);              // and a moved-from one can be given a new channel
+  BOOST_TEST(ch.try_send(counted(8)));
+  BOOST_TEST(ch.try_receive()->value == 8);
+  BOOST_TEST(lifetime::alive == 1);  // `kept`
+}
+
 namespace {
 // A value whose move throws while `fail` is set.
 struct fragile : lifetime {
