@@ -169,6 +169,102 @@ BOOST_AUTO_TEST_CASE(async_operations_keep_their_state_in_the_handlers_allocator
   BOOST_TEST(counts.allocations == counts.deallocations);
 }
 
+namespace {
+// An allocator that knows when it has been moved from (a copy of a moved-from one is moved-from
+// too), and records every use made of it after that: allocators need not survive a move.
+struct allocator_uses {
+  int allocations = 0;
+  int deallocations = 0;
+  int after_a_move = 0;
+};
+
+template <class T>
+struct move_aware_allocator {
+  using value_type = T;
+  allocator_uses* uses;
+  bool moved_from = false;
+
+  explicit move_aware_allocator(allocator_uses& u) noexcept : uses(&u) {}
+  move_aware_allocator(const move_aware_allocator&) noexcept = default;
+  move_aware_allocator(move_aware_allocator&& other) noexcept
+      : uses(other.uses), moved_from(std::exchange(other.moved_from, true)) {}
+  template <class U>
+  move_aware_allocator(const move_aware_allocator<U>& other) noexcept
+      : uses(other.uses), moved_from(other.moved_from) {}
+  move_aware_allocator& operator=(const move_aware_allocator&) noexcept = default;
+  move_aware_allocator& operator=(move_aware_allocator&& other) noexcept {
+    uses = other.uses;
+    moved_from = std::exchange(other.moved_from, true);
+    return *this;
+  }
+
+  T* allocate(std::size_t n) {
+    if (moved_from) ++uses->after_a_move;
+    ++uses->allocations;
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (moved_from) ++uses->after_a_move;
+    ++uses->deallocations;
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const move_aware_allocator<U>& other) const noexcept {
+    return uses == other.uses;
+  }
+};
+
+// A handler that keeps its allocator itself, and moves it along when it is moved.
+template <class F>
+struct carries_its_allocator {
+  using allocator_type = move_aware_allocator<void>;
+  allocator_type allocator;
+  F f;
+  allocator_type get_allocator() const noexcept { return allocator; }
+  template <class... Args>
+  void operator()(Args&&... args) {
+    f(std::forward<Args>(args)...);
+  }
+};
+
+// Runs a waiting receive completed by a send, a waiting send completed by a receive, two that
+// complete at once and one that fails, each with the handler `with_allocator(ctx, f)` makes of f.
+template <class WithAllocator>
+void run_async_operations(WithAllocator with_allocator, std::vector<std::string>& completions) {
+  asio::io_context ctx(1);
+  coral::channel<int> ch(0);
+  auto on_receive = [&](boost::system::error_code e, int v) {
+    completions.push_back(e ? e.message() : "received " + std::to_string(v));
+  };
+  auto on_send = [&](boost::system::error_code e) { completions.push_back(e ? e.message() : "sent"); };
+  ch.async_receive(with_allocator(ctx, on_receive));
+  ch.async_send(1, with_allocator(ctx, on_send));
+  ch.async_send(2, with_allocator(ctx, on_send));
+  ch.async_receive(with_allocator(ctx, on_receive));
+  ch.close();
+  ch.async_receive(with_allocator(ctx, on_receive));
+  ctx.run();
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(async_operations_never_use_an_allocator_their_handler_was_moved_out_of) {
+  allocator_uses uses;
+  move_aware_allocator<void> allocator(uses);
+  std::vector<std::string> completions;
+  run_async_operations(
+      [&](asio::io_context& ctx, auto f) { return asio::bind_executor(ctx, asio::bind_allocator(allocator, f)); },
+      completions);
+  run_async_operations(
+      [&](asio::io_context& ctx, auto f) {
+        return asio::bind_executor(ctx, carries_its_allocator<decltype(f)>{allocator, f});
+      },
+      completions);
+  BOOST_TEST(completions.size() == 10u);
+  BOOST_TEST(uses.allocations >= 10);
+  BOOST_TEST(uses.allocations == uses.deallocations);
+  BOOST_TEST(uses.after_a_move == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_cancelled_receive_consumes_nothing_and_try_send_still_works) {
   coral::event_loop loop;
   coral::channel<int> ch(1);

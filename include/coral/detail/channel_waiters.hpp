@@ -167,12 +167,13 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
 };
 
 // A channel operation started by plain Asio code (async_send / async_receive with any completion
-// token). It owns the handler and, for a send, the value; it frees itself (with the handler's
-// associated allocator) when it completes. As Asio requires, the handler is never invoked inside
-// the initiating function: an immediate completion is posted to the handler's associated
-// executor; a later one is dispatched there (run on the spot if the waker already runs there).
-// The cancellation slot is cleared there too. The handler's associated cancellation slot cancels
-// the wait; the operation counts as outstanding work on the handler's executor.
+// token). It owns the handler and, for a send, the value; it frees itself when it completes, with
+// a copy of the handler's associated allocator taken at the start (by then the handler has been
+// moved out, and an allocator need not survive a move). As Asio requires, the handler is never
+// invoked inside the initiating function: an immediate completion is posted to the handler's
+// associated executor; a later one is dispatched there (run on the spot if the waker already runs
+// there). The cancellation slot is cleared there too. The handler's associated cancellation slot
+// cancels the wait; the operation counts as outstanding work on the handler's executor.
 template <class T, class Waiter, class Handler>
 class channel_async_op final : public Waiter, public gate_member {
   using work_executor =
@@ -202,7 +203,7 @@ class channel_async_op final : public Waiter, public gate_member {
     channel_async_op* op = std::allocator_traits<allocator_type>::allocate(allocator, 1);
     try {
       std::allocator_traits<allocator_type>::construct(allocator, op, std::move(state), std::move(handler),
-                                                       std::move(value));
+                                                       std::move(value), allocator);
     } catch (...) {
       std::allocator_traits<allocator_type>::deallocate(allocator, op, 1);
       throw;
@@ -231,9 +232,11 @@ class channel_async_op final : public Waiter, public gate_member {
     gate.leave();
   }
 
-  channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value)
+  channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
+                   const allocator_type& allocator)
       : state_(std::move(state)),
         handler_(std::move(handler)),
+        allocator_(allocator),
         work_(asio::prefer(asio::get_associated_executor(handler_, asio::system_executor()),
                            asio::execution::outstanding_work.tracked)),
         gate_(gate_of(asio::query(*work_, asio::execution::context))),
@@ -268,7 +271,7 @@ class channel_async_op final : public Waiter, public gate_member {
 
   void destroy() noexcept {
     gate_->unlink(*this);
-    allocator_type allocator(asio::get_associated_allocator(handler_));
+    allocator_type allocator(allocator_);  // (the member goes with the operation)
     std::allocator_traits<allocator_type>::destroy(allocator, this);
     std::allocator_traits<allocator_type>::deallocate(allocator, this, 1);
   }
@@ -301,6 +304,7 @@ class channel_async_op final : public Waiter, public gate_member {
 
   std::shared_ptr<channel_state<T>> state_;
   Handler handler_;
+  [[no_unique_address]] allocator_type allocator_;
   std::optional<work_executor> work_;
   std::shared_ptr<context_gate> gate_;
   std::optional<T> storage_;
