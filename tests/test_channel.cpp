@@ -647,6 +647,144 @@ BOOST_AUTO_TEST_CASE(a_receive_whose_move_throws_leaves_the_waiting_sender_queue
   BOOST_TEST(lifetime::alive == 0);
 }
 
+namespace {
+// A value whose n-th move (construction or assignment) from now throws, wherever that move
+// happens: a test makes each move of a hand-over fail in turn, whatever their number.
+struct brittle : lifetime {
+  static inline int moves_until_failure = 0;  // 0: no move fails
+  int value = 0;
+  brittle() = default;
+  explicit brittle(int v) : value(v) {}
+  brittle(brittle&& other) : value(other.value) { count_move(); }
+  brittle& operator=(brittle&& other) {
+    count_move();
+    value = other.value;
+    return *this;
+  }
+  static void count_move() {
+    if (moves_until_failure > 0 && --moves_until_failure == 0) throw std::runtime_error("brittle: move failed");
+  }
+};
+
+bool is_brittle_failure(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::runtime_error& failure) {
+    return std::string(failure.what()) == "brittle: move failed";
+  }
+}
+
+// Sends 7 (buffered, or held by a waiting sender on a rendezvous channel), lets `attempt` receive
+// it with the n-th move of a brittle failing, then drains the channel: what the attempt and the
+// drain got, together.
+template <class Attempt>
+std::vector<int> receive_with_a_failing_move(std::size_t capacity, int failing_move, Attempt attempt) {
+  asio::io_context ctx(1);
+  coral::channel<brittle> ch(capacity);
+  auto sender = coral::spawn(ctx, [&]() -> coral::task<> { co_await ch.send(brittle(7)); });
+  ctx.poll();
+  ctx.restart();
+  brittle::moves_until_failure = failing_move;
+  std::vector<int> got;
+  std::exception_ptr failure;
+  attempt(ctx, ch, got, failure);
+  brittle::moves_until_failure = 0;
+  if (failure) BOOST_TEST(is_brittle_failure(failure));
+  while (auto v = ch.try_receive()) got.push_back(v->value);
+  ctx.run_for(patience);
+  get_within(std::move(sender));
+  return got;
+}
+
+template <class Receive>
+void check_a_failing_move_loses_nothing(const char* form, Receive receive) {
+  for (std::size_t capacity : {0u, 1u}) {
+    for (int failing_move = 1; failing_move <= 4; ++failing_move) {
+      BOOST_TEST_CONTEXT(form << ", capacity " << capacity << ", move " << failing_move << " fails") {
+        const auto got = receive_with_a_failing_move(capacity, failing_move,
+                                                     [&](asio::io_context& ctx, coral::channel<brittle>& ch,
+                                                         std::vector<int>& got, std::exception_ptr& failure) {
+                                                       auto j = coral::spawn(ctx, receive(ch));
+                                                       ctx.poll();
+                                                       ctx.restart();
+                                                       try {
+                                                         got.push_back(get_within(j));
+                                                       } catch (...) {
+                                                         failure = std::current_exception();
+                                                       }
+                                                     });
+        BOOST_TEST(got == std::vector<int>{7}, boost::test_tools::per_element());
+        BOOST_TEST(lifetime::alive == 0);
+      }
+    }
+  }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_receive_whose_last_move_throws_leaves_the_value_in_the_channel) {
+  check_a_failing_move_loses_nothing(
+      "receive()", [](coral::channel<brittle>& ch) -> coral::task<int> { co_return (co_await ch.receive()).value; });
+  check_a_failing_move_loses_nothing(
+      "next()", [](coral::channel<brittle>& ch) -> coral::task<int> { co_return (co_await ch.next())->value; });
+  check_a_failing_move_loses_nothing("operator>>", [](coral::channel<brittle>& ch) -> coral::task<int> {
+    brittle target;
+    co_await (ch >> target);
+    co_return target.value;
+  });
+  check_a_failing_move_loses_nothing(
+      "try_receive()", [](coral::channel<brittle>& ch) -> coral::task<int> { co_return ch.try_receive()->value; });
+}
+
+BOOST_AUTO_TEST_CASE(an_async_receive_whose_move_throws_leaves_the_value_in_the_channel) {
+  for (std::size_t capacity : {0u, 1u}) {
+    for (int failing_move = 1; failing_move <= 4; ++failing_move) {
+      BOOST_TEST_CONTEXT("capacity " << capacity << ", move " << failing_move << " fails") {
+        const auto got = receive_with_a_failing_move(
+            capacity, failing_move,
+            [&](asio::io_context& ctx, coral::channel<brittle>& ch, std::vector<int>& got,
+                std::exception_ptr& failure) {
+              try {
+                // The handler takes the value by reference: moving it further is the handler's
+                // business, not the channel's.
+                ch.async_receive(asio::bind_executor(ctx, [&](boost::system::error_code e, brittle&& v) {
+                  if (!e) got.push_back(v.value);
+                }));
+              } catch (...) {
+                failure = std::current_exception();
+              }
+              ctx.poll();
+              ctx.restart();
+            });
+        BOOST_TEST(got == std::vector<int>{7}, boost::test_tools::per_element());
+        BOOST_TEST(lifetime::alive == 0);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_value_whose_last_move_throws_goes_to_the_next_waiting_receiver) {
+  asio::io_context ctx(1);
+  coral::channel<brittle> ch(0);
+  auto receive = [&]() -> coral::task<int> { co_return (co_await ch.receive()).value; };
+  auto first = coral::spawn(ctx, receive);
+  auto second = coral::spawn(ctx, receive);
+  ctx.poll();  // both wait, `first` first in line
+  ctx.restart();
+  BOOST_REQUIRE(ch.try_send(brittle(7)));
+  brittle::moves_until_failure = 1;
+  while (!first.done()) ctx.run_one();
+  brittle::moves_until_failure = 0;
+  ctx.poll();
+  ctx.restart();
+  const bool second_received = second.done();
+  BOOST_TEST(second_received, "the value was lost with the receive that could not take it");
+  ch.close();
+  ctx.run();
+  BOOST_CHECK_THROW(first.get_result(), std::runtime_error);
+  if (second_received) BOOST_TEST(second.get_result() == 7);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
 // Shutdown: a task waiting on a channel goes away with its context, and a later close() does not
 // touch the dead context.
 BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_channel_and_a_later_close_leaves_it_alone,

@@ -65,11 +65,21 @@ inline constexpr conflated_t conflated{};
 // - If the execution context of a waiting task shuts down, the wait is abandoned (the task's
 //   frames are destroyed with the context); a later close() does not touch it.
 // - No lock is held while a coroutine is resumed or a handler runs; T's move constructor and
-//   destructor run under the channel's lock. If T's move throws, nothing is lost: the value stays
-//   with its owner and the waiting counterpart stays queued (the operation that moved throws; a
-//   sender whose value could not be moved into the buffer fails with that exception). The one
-//   exception: a receive has happened once the value left the channel, and if the last move,
-//   into the receiving task's variable, throws, that value is destroyed with the exception.
+//   destructor run under the channel's lock.
+// - If T's move throws (and leaves its source as it was, as a move that throws should), nothing is
+//   lost. A value that could not be moved stays with its owner and the waiting counterpart stays
+//   queued (the operation that moved throws; a sender whose value could not be moved into the
+//   buffer fails with that exception). A received value is the channel's until the receiver has
+//   it: if the last move, into the receiving task's variable (receive(), next(), operator>>,
+//   try_receive()), throws, the value goes back into the channel, first in line (to the next
+//   waiting receiver, else the front of the buffer, past its capacity if need be, also if the
+//   channel has been closed since), and the receive fails with the exception: it did not happen.
+//   That last move is the only one after the value left the buffer or its sender (a T whose move
+//   may throw travels boxed, one allocation per value). async_receive moves the value only into
+//   the handler's argument (not at all for a handler that takes T&&); if that move throws, the
+//   exception leaves the handler's invocation as one the handler threw would (out of the
+//   executor's run()), and the value goes with it: the channel cannot tell that exception from
+//   one thrown by the handler's body, after which the value was the handler's.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.
@@ -130,7 +140,7 @@ class channel {
     if (state_) state_->close(std::move(cause));
   }
   bool closed() const { return !state_ || state_->closed(); }
-  // Values in the buffer now.
+  // Values in the buffer now (past capacity() by the values given back after a failed last move).
   std::size_t size() const { return state_ ? state_->size() : 0; }
   std::size_t capacity() const noexcept { return state_ ? state_->capacity() : 0; }
 
