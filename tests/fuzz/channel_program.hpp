@@ -47,18 +47,15 @@ namespace coral_fuzz {
 
 namespace asio = boost::asio;
 
-// A losing receive branch of a select currently default-constructs a T inside coral (a payload
-// the program never sent). While that is so, the check is off and such payloads are only counted;
-// turn it on to see it fail.
-inline constexpr bool check_no_default_constructed_values = false;
-// A join is over when its children are: when a select returns (or throws), the values of its
-// losing sends are destroyed. Coral currently destroys them later, with the branch tasks; while
-// that is so, the check is off and such values are only counted.
-inline constexpr bool check_losing_values_destroyed_when_select_returns = false;
-// A job reports done only when nothing of its task runs any more. On a thread pool, the frames of
-// a select's branches currently go a little after the job is done, with the payload objects they
-// hold. While that is so, the check is off: such objects are waited for (boundedly) and counted.
-inline constexpr bool check_payloads_destroyed_when_jobs_done = false;
+// The rules each check pins, as constants so that one can be switched off to count how often it
+// is broken while investigating:
+// - no payload is default-constructed by coral (a losing receive makes no value);
+inline constexpr bool check_no_default_constructed_values = true;
+// - a join is over when its children are: when a select returns (or throws), the values of its
+//   losing sends have been destroyed;
+inline constexpr bool check_losing_values_destroyed_when_select_returns = true;
+// - a job reports done only when nothing of its task is left: no payload outlives every job's end.
+inline constexpr bool check_payloads_destroyed_when_jobs_done = true;
 
 // ---------------------------------------------------------------------------------------------
 // The program.
