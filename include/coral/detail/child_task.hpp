@@ -53,7 +53,11 @@ class child_job_state final : public job_state<T> {
     }
     int expected = waiting;
     if (link_.compare_exchange_strong(expected, completed_link, std::memory_order_acq_rel)) {
-      parent.resume_later();
+      if (pass) {
+        parent.resume_later_within_pass();
+      } else {
+        parent.resume_later();
+      }
     } else {
       this->mark_observed();  // nobody is left to observe it: its parent is gone
       if (local) parent.let_go();
