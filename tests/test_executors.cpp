@@ -275,4 +275,18 @@ BOOST_AUTO_TEST_CASE(posted_inline_work_runs_at_once_or_right_after_the_work_tha
     }());
   });
   BOOST_TEST(get_within(outer) == 7);
+
+  // A task spawned on the waiting task's own executor runs in the waiter's strand: it cannot
+  // start before the waiter returns, so the wait is refused rather than a deadlock.
+  auto same_strand = coral::spawn(coral::inline_executor{}, []() -> coral::task<std::string> {
+    asio::any_io_executor self = co_await coral::this_task::executor;
+    auto inner = coral::spawn(self, []() -> coral::task<> { co_await coral::yield(); }());
+    try {
+      inner.wait_for(patience);
+    } catch (const std::logic_error&) {
+      co_return "refused";
+    }
+    co_return "waited";
+  });
+  BOOST_TEST(get_within(same_strand) == "refused");
 }

@@ -100,7 +100,8 @@ class job {
   bool done() const noexcept { return state_ && state_->done(); }
 
   // Blocks the calling thread until the task has ended. Throws std::logic_error instead of
-  // deadlocking when called on a thread of the task's own executor.
+  // deadlocking when called on a thread of the task's own executor, or inside the strand it runs
+  // on (an inline task waiting for a task it spawned on its own executor).
   // A wait that returned holds nothing: however many times a job is waited for, it keeps one
   // signal for its waiters.
   void wait() const {
@@ -153,7 +154,7 @@ class job {
 
   void check_waitable(const char* what) const {
     check_valid(what);
-    if (!state_->done() && state_->gate().runs_in_this_thread()) {
+    if (!state_->done() && (state_->gate().runs_in_this_thread() || state_->strand_runs_in_this_thread())) {
       throw std::logic_error(std::string("coral::job::") + what +
                              " called on a thread of the job's own executor while the job is still running: "
                              "blocking here would deadlock, since the job can only finish on this executor. "

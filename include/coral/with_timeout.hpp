@@ -24,7 +24,9 @@ namespace coral {
 // limit.
 //
 // Timeouts nest: the nearest deadline wins (an inner timeout surfaces as the inner
-// timeout_error). Cancelling the awaiting task cancels the operation and surfaces as
+// timeout_error), whatever the order a loaded executor handles them in; a deadline counts once
+// its with_timeout / with_deadline has started (an operation whose deadline had passed when
+// its with_timeout began may not be started at all). Cancelling the awaiting task cancels the operation and surfaces as
 // operation_aborted, never as timeout_error (even when the deadline passes while the
 // cancellation is on its way).
 //

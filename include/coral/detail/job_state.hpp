@@ -7,8 +7,10 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
+#include "coral/detail/executors.hpp"
 #include "coral/detail/inline_queue.hpp"
 #include "coral/detail/promise.hpp"
 #include "coral/detail/task_context.hpp"
@@ -105,7 +107,14 @@ class job_state : public task_context {
  public:
   using frame_type = std::coroutine_handle<task_promise<T>>;
 
-  explicit job_state(placement where) : task_context(std::move(where)) {}
+  explicit job_state(placement where) : task_context(std::move(where)) {
+    if (auto* strand = executor().template target<any_strand>()) own_strand_.emplace(*strand);
+  }
+
+  // Whether the calling thread is inside the strand the task runs on (an inline or new-thread
+  // executor's): the task cannot go on until the caller returns. (Kept from the start: the
+  // segment's executor may be dropped on another thread when the task ends.)
+  bool strand_runs_in_this_thread() const noexcept { return own_strand_ && own_strand_->running_in_this_thread(); }
 
   // Makes `frame` the segment's outermost coroutine (its result goes to this state).
   void attach(frame_type frame) noexcept {
@@ -301,6 +310,7 @@ class job_state : public task_context {
   std::atomic<bool> observed_{false};
   std::atomic<bool> taken_{false};
   std::atomic<bool> cancel_requested_{false};
+  std::optional<any_strand> own_strand_;
   bool abandoned_ = false;
 };
 
