@@ -210,6 +210,7 @@ struct initiate_spawn {
                                w = std::move(*p.work)]() mutable {
                                 if (slot.is_connected()) slot.clear();
                                 if constexpr (std::is_void_v<T>) {
+                                  static_cast<void>(v);  // a std::monostate: a task<void> has no value
                                   std::move(h)(error);
                                 } else {
                                   std::move(h)(error, std::move(v));
