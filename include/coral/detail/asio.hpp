@@ -20,6 +20,8 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "coral/detail/config.hpp"
+
 namespace coral {
 namespace asio = boost::asio;
 }  // namespace coral
@@ -33,11 +35,11 @@ namespace coral::detail {
 // scheduler at run time.
 #if defined(BOOST_ASIO_ENABLE_HANDLER_TRACKING)
 extern const int coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
-[[gnu::used]] inline const int* const asio_configuration_mark =
+CORAL_USED inline const int* const asio_configuration_mark =
     &coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
 #else
 extern const int coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
-[[gnu::used]] inline const int* const asio_configuration_mark =
+CORAL_USED inline const int* const asio_configuration_mark =
     &coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
 #endif
 
