@@ -1,6 +1,10 @@
 #include "coral/detail/task_context.hpp"
 
 #include <boost/asio/detail/strand_executor_service.hpp>
+#include <boost/asio/version.hpp>
+#if BOOST_ASIO_VERSION >= 103400
+#include <boost/asio/config.hpp>
+#endif
 #include <optional>
 #include <thread>
 
@@ -45,8 +49,17 @@ class context_service final : public asio::execution_context::service {
   // An io_context created with concurrency hint 1 promises to be run by one thread (Asio itself
   // relies on that promise); any other context may run work concurrently.
   static bool single_threaded(asio::execution_context& context) {
-    return asio::has_service<asio::detail::scheduler>(context) &&
-           asio::use_service<asio::detail::scheduler>(context).concurrency_hint() == 1;
+    return asio::has_service<asio::detail::scheduler>(context) && concurrency_hint(context) == 1;
+  }
+
+  // The hint a context with a scheduler was created with. Public API from Asio 1.34 (Boost 1.87)
+  // on; before, only the scheduler knows it.
+  static int concurrency_hint(asio::execution_context& context) {
+#if BOOST_ASIO_VERSION >= 103400
+    return asio::config(context).get("scheduler", "concurrency_hint", 0);
+#else
+    return asio::use_service<asio::detail::scheduler>(context).concurrency_hint();
+#endif
   }
 };
 
