@@ -1,5 +1,7 @@
-// An existing Asio program's style: io_context::work is deprecated Asio API that such code still
-// uses; it must keep compiling once coral is linked.
+// An existing Asio program's style, with deprecated Asio API that such code may still use
+// (io_context::wrap, deprecated in every Asio coral supports, removed in none): linking coral must
+// not switch it off.
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <coral/coral.hpp>
 
@@ -9,9 +11,9 @@ coral::task<int> answer() {
 
 int main() {
   boost::asio::io_context ctx;
-  boost::asio::io_context::work keep_running(ctx);
+  auto keep_running = boost::asio::make_work_guard(ctx);
   auto j = coral::spawn(ctx, answer());
-  j.then([&](int) { ctx.stop(); });
+  j.then(ctx.wrap([&](int) { ctx.stop(); }));
   ctx.run();
   return j.get_result() == 42 ? 0 : 1;
 }
