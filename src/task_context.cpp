@@ -5,6 +5,8 @@
 #if BOOST_ASIO_VERSION >= 103400
 #include <boost/asio/config.hpp>
 #endif
+#include <charconv>
+#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -53,10 +55,16 @@ class context_service final : public asio::execution_context::service {
   }
 
   // The hint a context with a scheduler was created with. Public API from Asio 1.34 (Boost 1.87)
-  // on; before, only the scheduler knows it.
+  // on, the context's configuration; before, only the scheduler knows it. (The raw value:
+  // asio::config::get() of Asio 1.34.0 formats integers into a buffer too small for them.)
   static int concurrency_hint(asio::execution_context& context) {
 #if BOOST_ASIO_VERSION >= 103400
-    return asio::config(context).get("scheduler", "concurrency_hint", 0);
+    char buffer[24] = {};
+    const char* value = asio::use_service<asio::config_service>(context).get_value("scheduler", "concurrency_hint",
+                                                                                   buffer, sizeof buffer);
+    int hint = 0;
+    if (value) std::from_chars(value, value + std::strlen(value), hint);
+    return hint;
 #else
     return asio::use_service<asio::detail::scheduler>(context).concurrency_hint();
 #endif
