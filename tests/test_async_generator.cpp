@@ -357,9 +357,6 @@ coral::task<arrivals> receive_all(coral::async_generator<traced> g) {
   co_return got;
 }
 
-struct on_inline_executor {
-  boost::asio::any_io_executor get_executor() { return coral::inline_executor{}; }
-};
 using chain_places = std::tuple<on_event_loop, on_pool_strand, on_inline_executor>;
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,102 @@ BOOST_AUTO_TEST_CASE(async_operations_keep_their_state_in_the_handlers_allocator
         asio::bind_executor(doomed, asio::bind_allocator(allocator, [](boost::system::error_code, int) {})));
   }
   BOOST_TEST(counts.allocations == counts.deallocations);
+}
+
+namespace {
+// An allocator that knows when it has been moved from (a copy of a moved-from one is moved-from
+// too), and records every use made of it after that: allocators need not survive a move.
+struct allocator_uses {
+  int allocations = 0;
+  int deallocations = 0;
+  int after_a_move = 0;
+};
+
+template <class T>
+struct move_aware_allocator {
+  using value_type = T;
+  allocator_uses* uses;
+  bool moved_from = false;
+
+  explicit move_aware_allocator(allocator_uses& u) noexcept : uses(&u) {}
+  move_aware_allocator(const move_aware_allocator&) noexcept = default;
+  move_aware_allocator(move_aware_allocator&& other) noexcept
+      : uses(other.uses), moved_from(std::exchange(other.moved_from, true)) {}
+  template <class U>
+  move_aware_allocator(const move_aware_allocator<U>& other) noexcept
+      : uses(other.uses), moved_from(other.moved_from) {}
+  move_aware_allocator& operator=(const move_aware_allocator&) noexcept = default;
+  move_aware_allocator& operator=(move_aware_allocator&& other) noexcept {
+    uses = other.uses;
+    moved_from = std::exchange(other.moved_from, true);
+    return *this;
+  }
+
+  T* allocate(std::size_t n) {
+    if (moved_from) ++uses->after_a_move;
+    ++uses->allocations;
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (moved_from) ++uses->after_a_move;
+    ++uses->deallocations;
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const move_aware_allocator<U>& other) const noexcept {
+    return uses == other.uses;
+  }
+};
+
+// A handler that keeps its allocator itself, and moves it along when it is moved.
+template <class F>
+struct carries_its_allocator {
+  using allocator_type = move_aware_allocator<void>;
+  allocator_type allocator;
+  F f;
+  allocator_type get_allocator() const noexcept { return allocator; }
+  template <class... Args>
+  void operator()(Args&&... args) {
+    f(std::forward<Args>(args)...);
+  }
+};
+
+// Runs a waiting receive completed by a send, a waiting send completed by a receive, two that
+// complete at once and one that fails, each with the handler `with_allocator(ctx, f)` makes of f.
+template <class WithAllocator>
+void run_async_operations(WithAllocator with_allocator, std::vector<std::string>& completions) {
+  asio::io_context ctx(1);
+  coral::channel<int> ch(0);
+  auto on_receive = [&](boost::system::error_code e, int v) {
+    completions.push_back(e ? e.message() : "received " + std::to_string(v));
+  };
+  auto on_send = [&](boost::system::error_code e) { completions.push_back(e ? e.message() : "sent"); };
+  ch.async_receive(with_allocator(ctx, on_receive));
+  ch.async_send(1, with_allocator(ctx, on_send));
+  ch.async_send(2, with_allocator(ctx, on_send));
+  ch.async_receive(with_allocator(ctx, on_receive));
+  ch.close();
+  ch.async_receive(with_allocator(ctx, on_receive));
+  ctx.run();
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(async_operations_never_use_an_allocator_their_handler_was_moved_out_of) {
+  allocator_uses uses;
+  move_aware_allocator<void> allocator(uses);
+  std::vector<std::string> completions;
+  run_async_operations(
+      [&](asio::io_context& ctx, auto f) { return asio::bind_executor(ctx, asio::bind_allocator(allocator, f)); },
+      completions);
+  run_async_operations(
+      [&](asio::io_context& ctx, auto f) {
+        return asio::bind_executor(ctx, carries_its_allocator<decltype(f)>{allocator, f});
+      },
+      completions);
+  BOOST_TEST(completions.size() == 10u);
+  BOOST_TEST(uses.allocations >= 10);
+  BOOST_TEST(uses.allocations == uses.deallocations);
+  BOOST_TEST(uses.after_a_move == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_receive_consumes_nothing_and_try_send_still_works) {
@@ -431,6 +528,66 @@ BOOST_AUTO_TEST_CASE(move_assigning_over_a_channel_with_waiters_closes_it) {
   BOOST_TEST(ch.try_send(3));  // the new channel works
 }
 
+BOOST_AUTO_TEST_CASE(a_moved_from_channel_behaves_as_closed_and_empty) {
+  asio::io_context ctx(1);
+  coral::channel<counted> ch(4);
+  BOOST_REQUIRE(ch.try_send(counted(1)));
+  coral::channel<counted> other(std::move(ch));
+
+  counted kept(2);
+  BOOST_TEST(!ch.try_send(kept));
+  BOOST_TEST(kept.value == 2);  // untouched, as by any failed try_send
+  BOOST_TEST(!ch.try_send(counted(3)));
+  BOOST_TEST(!ch.try_receive().has_value());
+  BOOST_TEST(ch.closed());
+  BOOST_TEST(ch.size() == 0u);
+  BOOST_TEST(ch.capacity() == 0u);
+  ch.close();
+  ch.close(std::make_exception_ptr(std::runtime_error("ignored")));
+  BOOST_TEST(ch.closed());
+
+  boost::system::error_code async_sent, async_received;
+  ch.async_send(counted(4), asio::bind_executor(ctx, [&](boost::system::error_code e) { async_sent = e; }));
+  ch.async_receive(asio::bind_executor(ctx, [&](boost::system::error_code e, counted) { async_received = e; }));
+
+  auto awaited = coral::spawn(ctx, [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> outcomes;
+    auto record = [&](auto operation) -> coral::task<> {
+      try {
+        co_await operation();
+        outcomes.push_back("happened");
+      } catch (const coral::channel_closed&) {
+        outcomes.push_back("closed");
+      }
+    };
+    co_await record([&] { return ch.send(counted(5)); });
+    co_await record([&] { return ch << counted(6); });
+    co_await record([&] { return ch.receive(); });
+    counted target(7);
+    co_await record([&] { return ch >> target; });
+    outcomes.push_back((co_await ch.next()).has_value() ? "value" : "nullopt");
+    co_await record([&] { return coral::when_any(ch.receive(), std::chrono::hours(1)); });
+    co_await record([&] { return coral::with_timeout(std::chrono::hours(1), ch.receive()); });
+    co_return outcomes;
+  });
+  ctx.run();
+  BOOST_TEST(awaited.get_result() ==
+                 (std::vector<std::string>{"closed", "closed", "closed", "closed", "nullopt", "closed", "closed"}),
+             boost::test_tools::per_element());
+  BOOST_TEST((async_sent == coral::errc::channel_closed));
+  BOOST_TEST((async_received == coral::errc::channel_closed));
+
+  coral::channel<counted> moved_again(std::move(ch));  // a moved-from channel moves on as one
+  BOOST_TEST(moved_again.closed());
+  ch = std::move(moved_again);
+  BOOST_TEST(ch.closed());
+  BOOST_TEST(other.try_receive()->value == 1);  // the channel itself lives on in `other`
+  ch = coral::channel<counted>(1);              // and a moved-from one can be given a new channel
+  BOOST_TEST(ch.try_send(counted(8)));
+  BOOST_TEST(ch.try_receive()->value == 8);
+  BOOST_TEST(lifetime::alive == 1);  // `kept`
+}
+
 namespace {
 // A value whose move throws while `fail` is set.
 struct fragile : lifetime {
@@ -488,6 +645,144 @@ BOOST_AUTO_TEST_CASE(a_receive_whose_move_throws_leaves_the_waiting_sender_queue
   BOOST_TEST(v->value == 1);
   get_within(sender);
   v.reset();
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+namespace {
+// A value whose n-th move (construction or assignment) from now throws, wherever that move
+// happens: a test makes each move of a hand-over fail in turn, whatever their number.
+struct brittle : lifetime {
+  static inline int moves_until_failure = 0;  // 0: no move fails
+  int value = 0;
+  brittle() = default;
+  explicit brittle(int v) : value(v) {}
+  brittle(brittle&& other) : value(other.value) { count_move(); }
+  brittle& operator=(brittle&& other) {
+    count_move();
+    value = other.value;
+    return *this;
+  }
+  static void count_move() {
+    if (moves_until_failure > 0 && --moves_until_failure == 0) throw std::runtime_error("brittle: move failed");
+  }
+};
+
+bool is_brittle_failure(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::runtime_error& failure) {
+    return std::string(failure.what()) == "brittle: move failed";
+  }
+}
+
+// Sends 7 (buffered, or held by a waiting sender on a rendezvous channel), lets `attempt` receive
+// it with the n-th move of a brittle failing, then drains the channel: what the attempt and the
+// drain got, together.
+template <class Attempt>
+std::vector<int> receive_with_a_failing_move(std::size_t capacity, int failing_move, Attempt attempt) {
+  asio::io_context ctx(1);
+  coral::channel<brittle> ch(capacity);
+  auto sender = coral::spawn(ctx, [&]() -> coral::task<> { co_await ch.send(brittle(7)); });
+  ctx.poll();
+  ctx.restart();
+  brittle::moves_until_failure = failing_move;
+  std::vector<int> got;
+  std::exception_ptr failure;
+  attempt(ctx, ch, got, failure);
+  brittle::moves_until_failure = 0;
+  if (failure) BOOST_TEST(is_brittle_failure(failure));
+  while (auto v = ch.try_receive()) got.push_back(v->value);
+  ctx.run_for(patience);
+  get_within(std::move(sender));
+  return got;
+}
+
+template <class Receive>
+void check_a_failing_move_loses_nothing(const char* form, Receive receive) {
+  for (std::size_t capacity : {0u, 1u}) {
+    for (int failing_move = 1; failing_move <= 4; ++failing_move) {
+      BOOST_TEST_CONTEXT(form << ", capacity " << capacity << ", move " << failing_move << " fails") {
+        const auto got = receive_with_a_failing_move(capacity, failing_move,
+                                                     [&](asio::io_context& ctx, coral::channel<brittle>& ch,
+                                                         std::vector<int>& got, std::exception_ptr& failure) {
+                                                       auto j = coral::spawn(ctx, receive(ch));
+                                                       ctx.poll();
+                                                       ctx.restart();
+                                                       try {
+                                                         got.push_back(get_within(j));
+                                                       } catch (...) {
+                                                         failure = std::current_exception();
+                                                       }
+                                                     });
+        BOOST_TEST(got == std::vector<int>{7}, boost::test_tools::per_element());
+        BOOST_TEST(lifetime::alive == 0);
+      }
+    }
+  }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_receive_whose_last_move_throws_leaves_the_value_in_the_channel) {
+  check_a_failing_move_loses_nothing(
+      "receive()", [](coral::channel<brittle>& ch) -> coral::task<int> { co_return (co_await ch.receive()).value; });
+  check_a_failing_move_loses_nothing(
+      "next()", [](coral::channel<brittle>& ch) -> coral::task<int> { co_return (co_await ch.next())->value; });
+  check_a_failing_move_loses_nothing("operator>>", [](coral::channel<brittle>& ch) -> coral::task<int> {
+    brittle target;
+    co_await (ch >> target);
+    co_return target.value;
+  });
+  check_a_failing_move_loses_nothing(
+      "try_receive()", [](coral::channel<brittle>& ch) -> coral::task<int> { co_return ch.try_receive()->value; });
+}
+
+BOOST_AUTO_TEST_CASE(an_async_receive_whose_move_throws_leaves_the_value_in_the_channel) {
+  for (std::size_t capacity : {0u, 1u}) {
+    for (int failing_move = 1; failing_move <= 4; ++failing_move) {
+      BOOST_TEST_CONTEXT("capacity " << capacity << ", move " << failing_move << " fails") {
+        const auto got = receive_with_a_failing_move(
+            capacity, failing_move,
+            [&](asio::io_context& ctx, coral::channel<brittle>& ch, std::vector<int>& got,
+                std::exception_ptr& failure) {
+              try {
+                // The handler takes the value by reference: moving it further is the handler's
+                // business, not the channel's.
+                ch.async_receive(asio::bind_executor(ctx, [&](boost::system::error_code e, brittle&& v) {
+                  if (!e) got.push_back(v.value);
+                }));
+              } catch (...) {
+                failure = std::current_exception();
+              }
+              ctx.poll();
+              ctx.restart();
+            });
+        BOOST_TEST(got == std::vector<int>{7}, boost::test_tools::per_element());
+        BOOST_TEST(lifetime::alive == 0);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_value_whose_last_move_throws_goes_to_the_next_waiting_receiver) {
+  asio::io_context ctx(1);
+  coral::channel<brittle> ch(0);
+  auto receive = [&]() -> coral::task<int> { co_return (co_await ch.receive()).value; };
+  auto first = coral::spawn(ctx, receive);
+  auto second = coral::spawn(ctx, receive);
+  ctx.poll();  // both wait, `first` first in line
+  ctx.restart();
+  BOOST_REQUIRE(ch.try_send(brittle(7)));
+  brittle::moves_until_failure = 1;
+  while (!first.done()) ctx.run_one();
+  brittle::moves_until_failure = 0;
+  ctx.poll();
+  ctx.restart();
+  const bool second_received = second.done();
+  BOOST_TEST(second_received, "the value was lost with the receive that could not take it");
+  ch.close();
+  ctx.run();
+  BOOST_CHECK_THROW(first.get_result(), std::runtime_error);
+  if (second_received) BOOST_TEST(second.get_result() == 7);
   BOOST_TEST(lifetime::alive == 0);
 }
 
@@ -594,4 +889,46 @@ BOOST_AUTO_TEST_CASE(tasks_trading_values_on_one_executor_let_everything_else_on
     }
   }
   pool.join();
+}
+
+// The chat-room pattern across contexts: sessions hold a socket and a timer of their own context
+// and wait on a channel that a task on another context keeps feeding. Destroying their context at
+// a random moment frees them on the thread destroying it, while it still exists (never on the
+// sender's thread afterwards), and no value is lost: each was received, is still in the channel,
+// or went with a receiver that was handed it and destroyed before it resumed (one per receiver).
+BOOST_AUTO_TEST_CASE(destroying_a_context_whose_receivers_another_context_feeds_frees_them_there_and_loses_nothing) {
+  coral::event_loop sender_loop;
+  std::mt19937 random(5);
+  for (int round = 0; round < 150; ++round) {
+    auto ch = std::make_shared<coral::channel<int>>(round % 2);
+    auto received = std::make_shared<std::atomic<long>>(0);
+    auto sender = coral::spawn(sender_loop.get_executor(), [ch]() -> coral::task<long> {
+      long sent = 0;
+      try {
+        for (;;) {
+          co_await ch->send(1);
+          ++sent;
+        }
+      } catch (const coral::channel_closed&) {
+      }
+      co_return sent;
+    });
+    {
+      asio::io_context ctx(1);
+      for (int i = 0; i < 4; ++i) {
+        coral::spawn(ctx, [&ctx, ch, received]() -> coral::task<> {
+          io_objects_of own(ctx);
+          for (;;) *received += co_await ch->receive();
+        });
+      }
+      ctx.run_for(std::chrono::microseconds(random() % 2000));
+    }  // destroyed while the sender goes on
+    BOOST_TEST_REQUIRE(lifetime::alive == 0);
+    ch->close();
+    const long sent = get_within(std::move(sender));
+    long buffered = 0;
+    while (ch->try_receive()) ++buffered;
+    BOOST_TEST_REQUIRE(sent >= received->load() + buffered);
+    BOOST_TEST_REQUIRE(sent <= received->load() + buffered + 4);
+  }
 }

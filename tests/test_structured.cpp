@@ -280,12 +280,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_the_nearest_deadline_wins_and_oute
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_on_a_busy_executor_report_the_nearest_deadline, Place, every_place) {
   Place place;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 5; ++round) {
     auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
       try {
-        co_await coral::with_timeout(3ms, coral::with_timeout(1ms, []() -> coral::task<> {
-                                       // Both deadlines pass while the executor is busy here.
-                                       const auto until = std::chrono::steady_clock::now() + 10ms;
+        co_await coral::with_timeout(50ms, coral::with_timeout(1ms, []() -> coral::task<> {
+                                       // Both deadlines pass while the executor is busy here. (The
+                                       // outer one is far enough that the inner, which starts a
+                                       // little later, surely comes first, even on a slow hop.)
+                                       const auto until = std::chrono::steady_clock::now() + 100ms;
                                        while (std::chrono::steady_clock::now() < until) {
                                        }
                                        co_await coral::sleep_for(5s);
@@ -956,6 +958,84 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_channel_ends_a_select_with_channel_closed
   });
   BOOST_CHECK_THROW(get_within(std::move(j)), coral::channel_closed);
   BOOST_TEST(!open.try_send(1));
+}
+
+namespace {
+// Counts the values made from nothing (not copied or moved from another): a channel and its races
+// make none but those sent.
+struct tally : lifetime {
+  static inline std::atomic<int> made{0};
+  int value = 0;
+  tally() { ++made; }
+  explicit tally(int v) : value(v) { ++made; }
+};
+
+// A value with no default constructor: a race must not need one.
+struct no_default : lifetime {
+  int value;
+  explicit no_default(int v) : value(v) {}
+};
+
+// Races that a receive waiting on `ch` loses, once each: to a sleep, to a deadline, to `||`, and to
+// a receive on `other` that a sibling task feeds with `sent`. How many it lost.
+template <class T>
+coral::task<int> lose_every_kind_of_race(coral::channel<T>& ch, coral::channel<T>& other, int sent) {
+  int lost = 0;
+  const auto by_sleep = co_await coral::when_any(ch.receive(), 1ms);
+  lost += by_sleep.index() == 1;
+  try {
+    co_await coral::with_timeout(1ms, ch.receive());
+  } catch (const coral::timeout_error&) {
+    ++lost;
+  }
+  const auto by_operator = co_await (ch.receive() || coral::sleep_for(1ms));
+  lost += by_operator.index() == 1;
+  auto select = [&]() -> coral::task<int> {
+    auto r = co_await coral::when_any(ch.receive(), other.receive());
+    co_return r.index() == 1 ? std::get<1>(r).value : -1;
+  };
+  auto feed = [&]() -> coral::task<> {
+    co_await coral::yield();
+    co_await other.send(T(sent));
+  };
+  const auto [received, fed] = co_await coral::when_all(select(), feed());
+  lost += received == sent;
+  co_return lost;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_that_loses_a_race_makes_no_value, Place, every_place) {
+  constexpr int rounds = 20;
+  tally::made = 0;
+  {
+    Place place;
+    coral::channel<tally> ch, other;
+    auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+      int lost = 0;
+      for (int i = 0; i < rounds; ++i) lost += co_await lose_every_kind_of_race(ch, other, i);
+      co_return lost;
+    });
+    BOOST_TEST(get_within(std::move(j)) == 4 * rounds);
+  }
+  BOOST_TEST(tally::made == rounds);  // the values sent, and nothing else
+  BOOST_TEST(lifetime::alive == 0);   // a job is done only when nothing of its task is left
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_of_a_type_without_a_default_constructor_can_be_raced, Place, every_place) {
+  {
+    Place place;
+    coral::channel<no_default> ch(1), other;
+    auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+      int lost = 0;
+      for (int i = 0; i < 5; ++i) lost += co_await lose_every_kind_of_race(ch, other, i);
+      // And a receive that wins.
+      co_await ch.send(no_default(42));
+      const auto won = co_await coral::when_any(ch.receive(), std::chrono::hours(1));
+      co_return lost + std::get<0>(won).value;
+    });
+    BOOST_TEST(get_within(std::move(j)) == 4 * 5 + 42);
+  }
+  BOOST_TEST(lifetime::alive == 0);  // a job is done only when nothing of its task is left
 }
 
 template <class Place>

@@ -61,14 +61,25 @@ inline constexpr conflated_t conflated{};
 //   delivers none. It does not close or otherwise affect the channel.
 // - Destroying the channel, or assigning another one over it, closes it: its waiters fail with
 //   channel_closed, and nothing touches the channel afterwards.
+// - A moved-from channel is a closed, empty channel of capacity 0 (see the move constructor).
 // - If the execution context of a waiting task shuts down, the wait is abandoned (the task's
 //   frames are destroyed with the context); a later close() does not touch it.
 // - No lock is held while a coroutine is resumed or a handler runs; T's move constructor and
-//   destructor run under the channel's lock. If T's move throws, nothing is lost: the value stays
-//   with its owner and the waiting counterpart stays queued (the operation that moved throws; a
-//   sender whose value could not be moved into the buffer fails with that exception). The one
-//   exception: a receive has happened once the value left the channel, and if the last move,
-//   into the receiving task's variable, throws, that value is destroyed with the exception.
+//   destructor run under the channel's lock.
+// - If T's move throws (and leaves its source as it was, as a move that throws should), nothing is
+//   lost. A value that could not be moved stays with its owner and the waiting counterpart stays
+//   queued (the operation that moved throws; a sender whose value could not be moved into the
+//   buffer fails with that exception). A received value is the channel's until the receiver has
+//   it: if the last move, into the receiving task's variable (receive(), next(), operator>>,
+//   try_receive()), throws, the value goes back into the channel, first in line (to the next
+//   waiting receiver, else the front of the buffer, past its capacity if need be, also if the
+//   channel has been closed since), and the receive fails with the exception: it did not happen.
+//   That last move is the only one after the value left the buffer or its sender (a T whose move
+//   may throw travels boxed, one allocation per value). async_receive moves the value only into
+//   the handler's argument (not at all for a handler that takes T&&); if that move throws, the
+//   exception leaves the handler's invocation as one the handler threw would (out of the
+//   executor's run()), and the value goes with it: the channel cannot tell that exception from
+//   one thrown by the handler's body, after which the value was the handler's.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.
@@ -86,6 +97,11 @@ class channel {
   ~channel() {
     if (state_) state_->close();
   }
+  // The moved-from channel behaves as one that is closed and empty, with capacity 0: a send fails
+  // with channel_closed (try_send returns false, async_send completes with errc::channel_closed), a
+  // receive fails with channel_closed (next() gives nullopt, try_receive() nullopt), closed() is
+  // true, size() and capacity() are 0 and close() does nothing. Assigning a channel to it makes it
+  // that channel.
   channel(channel&&) noexcept = default;
   // Replacing a channel closes the old one, as destroying it would.
   channel& operator=(channel&& other) noexcept {
@@ -97,32 +113,36 @@ class channel {
   }
 
   // co_await ch.send(v): hands v to a waiting receiver or the buffer, else waits for room.
-  detail::channel_send_awaiter<T> send(T value) { return {state_, std::move(value)}; }
+  detail::channel_send_awaiter<T> send(T value) { return {shared_state(), std::move(value)}; }
   detail::channel_send_awaiter<T> operator<<(T value) { return send(std::move(value)); }
 
   // T v = co_await ch.receive(): the next value; throws channel_closed once closed and empty.
-  detail::channel_receive_awaiter<T> receive() { return detail::channel_receive_awaiter<T>(state_); }
+  detail::channel_receive_awaiter<T> receive() { return detail::channel_receive_awaiter<T>(shared_state()); }
   // co_await (ch >> v): receive() into v.
-  detail::channel_receive_into_awaiter<T> operator>>(T& target) { return {state_, target}; }
+  detail::channel_receive_into_awaiter<T> operator>>(T& target) { return {shared_state(), target}; }
   // std::optional<T> v = co_await ch.next(): as receive(), nullopt once closed and empty.
-  detail::channel_next_awaiter<T> next() { return detail::channel_next_awaiter<T>(state_); }
+  detail::channel_next_awaiter<T> next() { return detail::channel_next_awaiter<T>(shared_state()); }
 
   // Sends without waiting; false (and `value` left untouched) if that would wait or the channel
   // is closed.
-  bool try_send(T& value) { return state_->try_send(value, nullptr); }
-  bool try_send(T&& value) { return state_->try_send(value, nullptr); }
+  bool try_send(T& value) { return state_ && state_->try_send(value, nullptr); }
+  bool try_send(T&& value) { return state_ && state_->try_send(value, nullptr); }
   // Receives without waiting; nullopt if no value is ready.
-  std::optional<T> try_receive() { return state_->try_receive(nullptr); }
+  std::optional<T> try_receive() { return state_ ? state_->try_receive(nullptr) : std::nullopt; }
 
-  void close() { state_->close(); }
+  void close() {
+    if (state_) state_->close();
+  }
   // Closes the channel with a cause: once the buffered values are received, receivers get
   // `cause` rethrown instead of channel_closed (async_receive: channel_closed). Senders fail
   // with channel_closed. Only the first close sets the cause.
-  void close(std::exception_ptr cause) { state_->close(std::move(cause)); }
-  bool closed() const { return state_->closed(); }
-  // Values in the buffer now.
-  std::size_t size() const { return state_->size(); }
-  std::size_t capacity() const noexcept { return state_->capacity(); }
+  void close(std::exception_ptr cause) {
+    if (state_) state_->close(std::move(cause));
+  }
+  bool closed() const { return !state_ || state_->closed(); }
+  // Values in the buffer now (past capacity() by the values given back after a failed last move).
+  std::size_t size() const { return state_ ? state_->size() : 0; }
+  std::size_t capacity() const noexcept { return state_ ? state_->capacity() : 0; }
 
   // Asio-style send: completion signature void(boost::system::error_code).
   template <class CompletionToken>
@@ -133,7 +153,7 @@ class channel {
           op_type::start(std::move(state), std::move(handler), std::optional<T>(std::move(value)),
                          [](state_type& s, op_type& op) { return s.send(op, nullptr); });
         },
-        token, state_, std::move(value));
+        token, shared_state(), std::move(value));
   }
 
   // Asio-style receive: completion signature void(boost::system::error_code, T).
@@ -148,14 +168,27 @@ class channel {
           op_type::start(std::move(state), std::move(handler), std::nullopt,
                          [](state_type& s, op_type& op) { return s.receive(op, nullptr); });
         },
-        token, state_);
+        token, shared_state());
   }
 
  private:
   friend struct detail::channel_access;
   explicit channel(std::shared_ptr<state_type> state) noexcept : state_(std::move(state)) {}
 
-  std::shared_ptr<state_type> state_;
+  // What an operation works on: the channel's state, or for a moved-from channel one that is
+  // closed and empty (made once, shared by every moved-from channel<T>).
+  const std::shared_ptr<state_type>& shared_state() const {
+    if (state_) [[likely]]
+      return state_;
+    static const std::shared_ptr<state_type> closed_and_empty = [] {
+      auto state = std::make_shared<state_type>(0, overflow::wait);
+      state->close();
+      return state;
+    }();
+    return closed_and_empty;
+  }
+
+  std::shared_ptr<state_type> state_;  // null once moved from
 };
 
 namespace detail {

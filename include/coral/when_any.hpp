@@ -30,9 +30,9 @@ namespace coral {
 //   Tasks run on their bound executor type, else on the awaiting task's executor.
 // - A select is lossless: at most one channel operation among the arguments happens, the
 //   winner's. A losing receive consumed no value (it is still in its channel, or went to another
-//   receiver); a losing send delivered none (the value is dropped with the awaiter, never
-//   received). Rule: an operation that ends with operation_aborted did not happen. Channel
-//   operations that can happen at once are tried first (see select_awaiter).
+//   receiver) and makes none (its T need not be default-constructible); a losing send delivered
+//   none (the value is dropped with the awaiter, never received). Rule: an operation that ends with operation_aborted
+//   did not happen. Channel operations that can happen at once are tried first (see select_awaiter).
 // - Cancelling the awaiting task cancels every child; the first to end then typically ends with
 //   operation_aborted, which is rethrown.
 // - If the awaiting task's execution context shuts down meanwhile, the children are cancelled

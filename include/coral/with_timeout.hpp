@@ -41,16 +41,6 @@ namespace detail {
 
 [[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout);
 
-inline bool is_timeout(const std::exception_ptr& e) noexcept {
-  try {
-    std::rethrow_exception(e);
-  } catch (const timeout_error&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
 // Awaits an operation (a task, as a child) with a deadline: a join of one child, and the awaiting
 // segment's deadline watch as the join's branch 1. The awaiting task goes on as soon as the
 // operation ends: no timer operation to undo or await (see deadline_watch).
@@ -139,7 +129,8 @@ task<T> run_timed(Task operation, Limit limit) {
       task_context::throw_cancelled();
     }
     // A timeout inside the operation whose deadline came first: that one is reported.
-    if (timed.result().has_exception() && is_timeout(timed.result().exception())) timed.result().release();
+    if (timed.result().has_exception() && has_error_code(timed.result().exception(), errc::timeout))
+      timed.result().release();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit);
     } else {

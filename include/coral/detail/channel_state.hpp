@@ -3,9 +3,12 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "coral/detail/error_codes.hpp"
 #include "coral/detail/race.hpp"
@@ -23,6 +26,39 @@ enum class overflow {
 }  // namespace coral
 
 namespace coral::detail {
+
+// A value on its way through a channel, from its send until its receiver has taken it. Moving an
+// item never throws: a T whose move may throw is held in a box of its own, and moving the item
+// moves the box. So the last move, out of the channel into the receiver, is the only move of T at
+// the hand-over, and when it throws the item can still go back into the channel
+// (channel_state::hand_over).
+template <class T>
+class channel_item {
+  static constexpr bool boxed = !std::is_nothrow_move_constructible_v<T>;
+
+ public:
+  explicit channel_item(T&& value) : held_(hold(std::move(value))) {}
+  channel_item(channel_item&&) noexcept = default;
+
+  T& value() noexcept {
+    if constexpr (boxed) {
+      return *held_;
+    } else {
+      return held_;
+    }
+  }
+
+ private:
+  static auto hold(T&& value) {
+    if constexpr (boxed) {
+      return std::make_unique<T>(std::move(value));
+    } else {
+      return T(std::move(value));
+    }
+  }
+
+  std::conditional_t<boxed, std::unique_ptr<T>, T> held_;
+};
 
 // A suspended channel operation, linked into the channel's FIFO of senders or receivers. It is
 // completed exactly once (see queued_waiter): by a counterpart, by close(), or by cancellation.
@@ -47,7 +83,7 @@ struct send_waiter : channel_waiter {
 
 template <class T>
 struct receive_waiter : channel_waiter {
-  std::optional<T>* destination = nullptr;  // where a received value is put
+  std::optional<channel_item<T>>* destination = nullptr;  // where a received value is put
  protected:
   ~receive_waiter() = default;
 };
@@ -57,7 +93,8 @@ struct receive_waiter : channel_waiter {
 // after the lock is released. T's move constructor and destructor are the only user code that
 // runs under the lock. A move that throws leaves everything as it was (the value stays with its
 // owner, the waiting counterpart stays queued), except in a hand-off that decided a race: both
-// sides then fail with the exception.
+// sides then fail with the exception. A received value stays the channel's until the receiver
+// has taken it (hand_over): if that last move throws, it goes back, first in line.
 //
 // Lossless select: a waiting operation with a race ticket (a branch of a when_any) is handed a
 // value, or has its value taken, only if the hand-off claims its race; one whose race was won by
@@ -114,7 +151,7 @@ class channel_state {
     return sent;
   }
 
-  // Returns true if the receive completed at once (a value in *w.destination, or w.error); false
+  // Returns true if the receive completed at once (an item in *w.destination, or w.error); false
   // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's move throws.
   bool receive(receive_waiter<T>& w, task_context* waker, bool may_wait = true) {
     handoff h(waker);
@@ -143,14 +180,31 @@ class channel_state {
   }
 
   std::optional<T> try_receive(task_context* waker) {
-    std::optional<T> value;
+    std::optional<channel_item<T>> item;
     handoff h(waker);
     {
       std::lock_guard lock(mutex_);
-      take(value, race_ticket(), h);
+      take(item, race_ticket(), h);
     }
     h.complete(waker);
-    return value;
+    if (!item) return std::nullopt;
+    return hand_over(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
+  }
+
+  // Makes a received value the receiver's: `to_receiver(T&&)` moves it to where the receiver wants
+  // it, the one move of T after the value left the buffer or its sender. If that move throws (and,
+  // as a move that throws should, leaves its source as it was), the value goes back into the
+  // channel, first in line: to the first waiting receiver, else to the front of the buffer, past
+  // its capacity if need be (even if the channel has been closed since: it is still receivable).
+  // The receive did not happen; the exception propagates.
+  template <class Receiver>
+  decltype(auto) hand_over(channel_item<T>& item, Receiver to_receiver) {
+    try {
+      return to_receiver(std::move(item.value()));
+    } catch (...) {
+      give_back(std::move(item));
+      throw;
+    }
   }
 
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
@@ -281,7 +335,7 @@ class channel_state {
         [[maybe_unused]] T dropped(std::move(value));  // a send that succeeded has always taken its value
         return outcome::done;
       }
-      buffer_.push_back(std::move(value));
+      buffer_.emplace_back(std::move(value));
     } catch (...) {
       h.failure = std::current_exception();
       return outcome::failed;
@@ -293,17 +347,13 @@ class channel_state {
   // Under the lock: moves the next value into `out`, refilling the buffer from the first waiting
   // sender that may happen (woken by h.complete). If the refill throws, the receive has still
   // happened and that sender fails with the exception.
-  outcome take(std::optional<T>& out, const race_ticket& mine, handoff& h) {
+  outcome take(std::optional<channel_item<T>>& out, const race_ticket& mine, handoff& h) {
     if (!buffer_.empty()) {
       if (!mine.claim()) return outcome::lost;
-      try {
-        out.emplace(std::move(buffer_.front()));
-      } catch (...) {
-        h.failure = std::current_exception();
-        return outcome::failed;
-      }
+      out.emplace(std::move(buffer_.front()));
       buffer_.pop_front();
-      refill(h);
+      // (A value given back may have left the buffer full.)
+      if (buffer_.size() < capacity_) refill(h);
       return outcome::done;
     }
     bool mine_lost = false;
@@ -327,7 +377,7 @@ class channel_state {
     if (!sender) return;
     auto& s = static_cast<send_waiter<T>&>(*sender);
     try {
-      buffer_.push_back(std::move(*s.value));
+      buffer_.emplace_back(std::move(*s.value));
     } catch (...) {
       s.exception = std::current_exception();
     }
@@ -335,10 +385,33 @@ class channel_state {
     h.counterpart = &s;
   }
 
+  // See hand_over.
+  void give_back(channel_item<T>&& item) {
+    handoff h(nullptr);
+    {
+      std::lock_guard lock(mutex_);
+      bool unused = false;
+      if (auto* receiver = claim_counterpart(receivers_, race_ticket(), h, unused)) {
+        auto& r = static_cast<receive_waiter<T>&>(*receiver);
+        r.destination->emplace(std::move(item));
+        receivers_.remove(r);
+        h.counterpart = &r;
+      } else {
+        try {
+          buffer_.push_front(std::move(item));
+        } catch (...) {  // (no memory for it: the losers found on the way still need waking)
+          h.failure = std::current_exception();
+        }
+      }
+    }
+    h.complete(nullptr);
+  }
+
   const std::size_t capacity_;
   const overflow policy_;
   mutable std::mutex mutex_;
-  std::deque<T> buffer_;  // at most capacity_ values
+  // At most capacity_ values, but for a value given back (hand_over) to a full buffer.
+  std::deque<channel_item<T>> buffer_;
   waiter_queue<channel_waiter> senders_;
   waiter_queue<channel_waiter> receivers_;
   bool closed_ = false;

@@ -95,7 +95,8 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
   T value_;
 };
 
-// Receives into an optional; what await_resume makes of it is up to the derived awaiter.
+// Receives an item; the derived awaiter's await_resume hands its value over (channel_state::
+// hand_over), in the one move that makes it the receiving task's.
 template <class T>
 class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
  public:
@@ -119,18 +120,22 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   }
 
  protected:
-  // The value, or nullopt once the channel is closed and drained; throws on cancellation. Returned
-  // by reference: the value is moved once, straight to where the caller wants it.
-  std::optional<T>& take() {
+  // The item received, or null once the channel is closed and drained; throws on cancellation.
+  channel_item<T>* take() {
     this->finish();
     // (A channel closed with a cause fails its receivers with the cause.)
     if (this->exception || (this->error && this->error != errc::channel_closed)) [[unlikely]]
       this->fail("receive");
-    return received_;
+    return received_ ? &*received_ : nullptr;
+  }
+
+  template <class Receiver>
+  decltype(auto) hand_over(channel_item<T>& item, Receiver to_receiver) {
+    return this->state_->hand_over(item, std::move(to_receiver));
   }
 
  private:
-  std::optional<T> received_;
+  std::optional<channel_item<T>> received_;
 };
 
 template <class T>
@@ -138,9 +143,9 @@ class channel_receive_awaiter : public channel_receive_base<T> {
  public:
   using channel_receive_base<T>::channel_receive_base;
   T await_resume() {
-    auto& v = this->take();
-    if (!v) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    return std::move(*v);
+    auto* item = this->take();
+    if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
+    return this->hand_over(*item, [](T&& value) { return T(std::move(value)); });
   }
 };
 
@@ -148,7 +153,11 @@ template <class T>
 class channel_next_awaiter : public channel_receive_base<T> {
  public:
   using channel_receive_base<T>::channel_receive_base;
-  std::optional<T> await_resume() { return std::move(this->take()); }
+  std::optional<T> await_resume() {
+    auto* item = this->take();
+    if (!item) return std::nullopt;
+    return this->hand_over(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
+  }
 };
 
 template <class T>
@@ -157,9 +166,9 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
   channel_receive_into_awaiter(std::shared_ptr<channel_state<T>> state, T& target)
       : channel_receive_base<T>(std::move(state)), target_(&target) {}
   void await_resume() {
-    auto& v = this->take();
-    if (!v) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    *target_ = std::move(*v);
+    auto* item = this->take();
+    if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
+    this->hand_over(*item, [this](T&& value) { *target_ = std::move(value); });
   }
 
  private:
@@ -167,12 +176,13 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
 };
 
 // A channel operation started by plain Asio code (async_send / async_receive with any completion
-// token). It owns the handler and, for a send, the value; it frees itself (with the handler's
-// associated allocator) when it completes. As Asio requires, the handler is never invoked inside
-// the initiating function: an immediate completion is posted to the handler's associated
-// executor; a later one is dispatched there (run on the spot if the waker already runs there).
-// The cancellation slot is cleared there too. The handler's associated cancellation slot cancels
-// the wait; the operation counts as outstanding work on the handler's executor.
+// token). It owns the handler and, for a send, the value; it frees itself when it completes, with
+// a copy of the handler's associated allocator taken at the start (by then the handler has been
+// moved out, and an allocator need not survive a move). As Asio requires, the handler is never
+// invoked inside the initiating function: an immediate completion is posted to the handler's
+// associated executor; a later one is dispatched there (run on the spot if the waker already runs
+// there). The cancellation slot is cleared there too. The handler's associated cancellation slot
+// cancels the wait; the operation counts as outstanding work on the handler's executor.
 template <class T, class Waiter, class Handler>
 class channel_async_op final : public Waiter, public gate_member {
   using work_executor =
@@ -180,6 +190,9 @@ class channel_async_op final : public Waiter, public gate_member {
                                          asio::execution::outstanding_work.tracked))>;
   using allocator_type =
       typename std::allocator_traits<asio::associated_allocator_t<Handler>>::template rebind_alloc<channel_async_op>;
+  static constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
+  // A send's value, or where a receive's item is put.
+  using storage_type = std::conditional_t<sends, std::optional<T>, std::optional<channel_item<T>>>;
 
   // Runs complete() on the handler's executor; destroyed unrun (its context shut down), it tells
   // the operation so.
@@ -202,7 +215,7 @@ class channel_async_op final : public Waiter, public gate_member {
     channel_async_op* op = std::allocator_traits<allocator_type>::allocate(allocator, 1);
     try {
       std::allocator_traits<allocator_type>::construct(allocator, op, std::move(state), std::move(handler),
-                                                       std::move(value));
+                                                       std::move(value), allocator);
     } catch (...) {
       std::allocator_traits<allocator_type>::deallocate(allocator, op, 1);
       throw;
@@ -231,14 +244,23 @@ class channel_async_op final : public Waiter, public gate_member {
     gate.leave();
   }
 
-  channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value)
+  // `value`: a send's (nullopt for a receive).
+  channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
+                   const allocator_type& allocator)
       : state_(std::move(state)),
         handler_(std::move(handler)),
+        allocator_(allocator),
         work_(asio::prefer(asio::get_associated_executor(handler_, asio::system_executor()),
                            asio::execution::outstanding_work.tracked)),
         gate_(gate_of(asio::query(*work_, asio::execution::context))),
-        storage_(std::move(value)) {
-    if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
+        storage_([&] {
+          if constexpr (sends) {
+            return std::move(value);
+          } else {
+            return storage_type();
+          }
+        }()) {
+    if constexpr (sends) {
       this->value = &*storage_;
     } else {
       this->destination = &storage_;
@@ -268,7 +290,7 @@ class channel_async_op final : public Waiter, public gate_member {
 
   void destroy() noexcept {
     gate_->unlink(*this);
-    allocator_type allocator(asio::get_associated_allocator(handler_));
+    allocator_type allocator(allocator_);  // (the member goes with the operation)
     std::allocator_traits<allocator_type>::destroy(allocator, this);
     std::allocator_traits<allocator_type>::deallocate(allocator, this, 1);
   }
@@ -279,21 +301,22 @@ class channel_async_op final : public Waiter, public gate_member {
     auto handler = std::move(handler_);
     auto error = this->error;
     auto exception = this->exception;
-    std::optional<T> value;
-    if constexpr (std::is_same_v<Waiter, receive_waiter<T>>) {
-      // (A send's storage is only the moved-from shell of a value already handed on.)
-      try {
-        value = std::move(storage_);
-      } catch (...) {
-        exception = std::current_exception();  // the value could not be handed on: it stays lost here
+    // The item moves out of the operation's memory, which goes before the handler runs; the value
+    // itself moves only into the handler's argument. (A send's storage is only the moved-from
+    // shell of a value already handed on.)
+    storage_type received = [&] {
+      if constexpr (sends) {
+        return storage_type();
+      } else {
+        return std::move(storage_);
       }
-    }
+    }();
     release();
     if (exception && !error) error = asio::error::invalid_argument;  // no exception_ptr in the signature
-    if constexpr (std::is_same_v<Waiter, send_waiter<T>>) {
+    if constexpr (sends) {
       std::move(handler)(error);
-    } else if (value) {
-      std::move(handler)(error, std::move(*value));
+    } else if (received) {
+      std::move(handler)(error, std::move(received->value()));
     } else {
       std::move(handler)(error, T{});
     }
@@ -301,9 +324,10 @@ class channel_async_op final : public Waiter, public gate_member {
 
   std::shared_ptr<channel_state<T>> state_;
   Handler handler_;
+  [[no_unique_address]] allocator_type allocator_;
   std::optional<work_executor> work_;
   std::shared_ptr<context_gate> gate_;
-  std::optional<T> storage_;
+  storage_type storage_;
   asio::cancellation_slot slot_;
   std::atomic<int> refs_{1};
   std::atomic<int> votes_{0};

@@ -35,6 +35,8 @@ class child_job_state final : public job_state<T> {
     int expected = waiting;
     return link_.compare_exchange_strong(expected, detached, std::memory_order_acq_rel);
   }
+  // Whether the child ended while the parent waited for it (nothing of it runs any more).
+  bool completed() const noexcept { return link_.load(std::memory_order_acquire) == completed_link; }
 
  protected:
   void on_end() noexcept override {
@@ -50,8 +52,12 @@ class child_job_state final : public job_state<T> {
       }
     }
     int expected = waiting;
-    if (link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) {
-      parent.resume_later();
+    if (link_.compare_exchange_strong(expected, completed_link, std::memory_order_acq_rel)) {
+      if (pass) {
+        parent.resume_later_within_pass();
+      } else {
+        parent.resume_later();
+      }
     } else {
       this->mark_observed();  // nobody is left to observe it: its parent is gone
       if (local) parent.let_go();
@@ -59,7 +65,7 @@ class child_job_state final : public job_state<T> {
   }
 
  private:
-  enum : int { waiting, completed, detached };
+  enum : int { waiting, completed_link, detached };
   std::atomic<int> link_{waiting};
 };
 
@@ -88,8 +94,9 @@ class child_segment_awaiter : public external_wait {
     if (state_) {
       if (state_->detach()) {
         state_->cancel();
-      } else {
+      } else if (state_->completed()) {
         // The child has ended: what is left of its result goes here, before the parent goes on.
+        // (A child the parent let go of when its context shut down may still be running.)
         state_->drop_result();
       }
       state_->release();

@@ -81,7 +81,7 @@ class group_state {
     }
     link.context->release();
     if (cancel_others) cancel_children();
-    if (resume) joiner.resume_later();
+    if (resume) joiner.resume_later_within_pass();
   }
 
   // Cancels every running child, and every child added from now on until the group is joined.

@@ -70,15 +70,20 @@ struct job_callback_fn final : job_callback<T> {
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
-// Whether `e` is cancellation (a system_error with operation_aborted).
-inline bool is_operation_aborted(const std::exception_ptr& e) noexcept {
+// Whether `e` is a boost::system::system_error with `code`.
+inline bool has_error_code(const std::exception_ptr& e, const boost::system::error_code& code) noexcept {
   try {
     std::rethrow_exception(e);
   } catch (const boost::system::system_error& error) {
-    return error.code() == asio::error::operation_aborted;
+    return error.code() == code;
   } catch (...) {
     return false;
   }
+}
+
+// Whether `e` is cancellation (a system_error with operation_aborted).
+inline bool is_operation_aborted(const std::exception_ptr& e) noexcept {
+  return has_error_code(e, asio::error::operation_aborted);
 }
 
 // What threads blocked in job::wait() sleep on: one per job, made by its first wait.

@@ -104,8 +104,9 @@ auto race_awaitable(A&& argument) {
 
 // A raceable awaitable (or a duration) in a task of its own: in a when_any it carries its
 // branch's ticket (the segment running it is the branch); in a when_all the ticket is empty. A
-// branch whose operation was cancelled because another branch won ends without throwing (its
-// result is never looked at), which spares each select and timeout an exception.
+// branch whose operation was cancelled because another branch won ends without throwing and
+// without a result (the join reads only the winner's), which spares each select and timeout an
+// exception, and makes no R: a losing receive makes no value that nobody sent.
 template <class R, class A>
 task<R> await_in_race(A argument) {
   task_context& branch = co_await current_segment{};
@@ -117,9 +118,7 @@ task<R> await_in_race(A argument) {
     if (ticket.lost() && awaitable.lost_race()) co_return;
     awaitable.await_resume();
   } else {
-    if constexpr (std::is_default_constructible_v<R>) {
-      if (ticket.lost() && awaitable.lost_race()) co_return R{};
-    }
+    if (ticket.lost() && awaitable.lost_race()) co_return no_result;
     co_return awaitable.await_resume();
   }
 }

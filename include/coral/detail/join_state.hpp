@@ -157,6 +157,8 @@ class join_state {
     if (!link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) return;
     if (on_parent_executor) {
       parent.resume_nested();
+    } else if (pass) {
+      parent.resume_later_within_pass();
     } else {
       parent.resume_later();
     }

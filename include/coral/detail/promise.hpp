@@ -236,6 +236,14 @@ class promise_base {
   task_context* root_ = nullptr;
 };
 
+// `co_return no_result;` ends a task<T> with no result at all: a race branch that lost ends so,
+// since the join never reads a loser's result, and no T is made for it (T need not be
+// default-constructible). Only the joins use it; awaiting such a task directly is an error.
+struct no_result_t {
+  explicit no_result_t() = default;
+};
+inline constexpr no_result_t no_result{};
+
 template <class T>
 class task_promise : public promise_base {
  public:
@@ -247,6 +255,7 @@ class task_promise : public promise_base {
   template <class U = T>
   requires std::convertible_to<U&&, T>
   void return_value(U&& value) { result_->set_value(std::forward<U>(value)); }
+  void return_value(no_result_t) noexcept {}
 
   // Where the outcome goes: storage of whoever awaits or spawned the task, which outlives the
   // frame. Set before the task starts.

@@ -56,13 +56,23 @@ class suspended_task {
     task_context* context = context_;
     context->gate().post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
   }
+  // As resume_later(), for a caller holding a pass on the task's gate (see
+  // queued_waiter::claim_for_wake): the context exists until the pass is left, also if its
+  // shutdown has begun meanwhile (then the resumption is destroyed with the context's queue, on
+  // the thread destroying it), so the post does not ask the gate again.
+  void resume_later_within_pass() {
+    task_context* context = context_;
+    asio::post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
+  }
 
   // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
   // same execution context can be running on the task's executor; comparing gates first means
   // the executor of a context that may be shutting down is never read.
-  void resume_from(task_context* waker) {
+  void resume_from(task_context* waker, bool within_pass = false) {
     if (waker && &waker->gate() == &context_->gate() && waker->executor() == context_->executor()) {
       resume_nested();
+    } else if (within_pass) {
+      resume_later_within_pass();
     } else {
       resume_later();
     }

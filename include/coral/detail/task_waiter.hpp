@@ -96,7 +96,7 @@ class task_waiter : public Waiter, public external_wait {
 
   void wake(task_context* waker) noexcept override {
     context_gate* claimed = std::exchange(this->pass, nullptr);  // (this object may go with the task)
-    task_.resume_from(waker);
+    task_.resume_from(waker, claimed != nullptr);
     if (claimed) claimed->leave();
   }
 
