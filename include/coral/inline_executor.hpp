@@ -24,11 +24,13 @@ class inline_executor {
     std::forward<F>(f)();
   }
 
-  asio::execution_context& query(asio::execution::context_t) const noexcept { return detail::default_loop_context(); }
-  static constexpr asio::execution::blocking_t query(asio::execution::blocking_t) noexcept {
-    return asio::execution::blocking.always;
+  boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+    return detail::default_loop_context();
   }
-  inline_executor require(asio::execution::blocking_t::never_t) const noexcept { return *this; }
+  static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
+    return boost::asio::execution::blocking.always;
+  }
+  inline_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
 };
 
 }  // namespace coral

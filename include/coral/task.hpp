@@ -80,7 +80,7 @@ class [[nodiscard]] task {
   // executor, with signature void(std::exception_ptr, T) (void(std::exception_ptr) for void); the
   // token's cancellation slot cancels the task. Defined in spawn.hpp.
   template <class CompletionToken>
-  requires asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
+  requires boost::asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
   auto operator()(CompletionToken&& token) &&;
 
   // Gives up ownership of the coroutine frame (for the runtime).

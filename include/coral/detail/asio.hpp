@@ -22,11 +22,13 @@
 
 #include "coral/detail/config.hpp"
 
-namespace coral {
-namespace asio = boost::asio;
-}  // namespace coral
-
 namespace coral::detail {
+
+// coral's own short name for Boost.Asio, for its internals only. The public namespace declares no
+// `asio`: a program's `using namespace coral;` must leave the program's own `asio` (standalone
+// Asio's namespace, or an alias of its own) the only one it sees. Code in namespace coral outside
+// detail spells `boost::asio`.
+namespace asio = boost::asio;
 
 // Asio's handler tracking changes the layout of its classes: a program must define
 // BOOST_ASIO_ENABLE_HANDLER_TRACKING everywhere or nowhere, coral's compiled part included. Each
