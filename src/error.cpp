@@ -43,9 +43,10 @@ std::string describe_duration(std::chrono::nanoseconds d) {
 }
 }  // namespace
 
-void throw_timeout(const std::chrono::steady_clock::duration* timeout) {
-  if (!timeout) throw timeout_error("coral::with_deadline: the operation did not finish by its deadline");
-  throw timeout_error("coral::with_timeout: the operation did not finish within " + describe_duration(*timeout));
+void throw_timeout(const std::chrono::steady_clock::duration* timeout, std::chrono::steady_clock::time_point deadline) {
+  if (!timeout) throw timeout_error("coral::with_deadline: the operation did not finish by its deadline", deadline);
+  throw timeout_error("coral::with_timeout: the operation did not finish within " + describe_duration(*timeout),
+                      deadline);
 }
 
 }  // namespace coral::detail

@@ -223,3 +223,56 @@ BOOST_AUTO_TEST_CASE(cancelling_an_inline_task_runs_it_on_the_cancelling_thread_
   parent.cancel();  // forwarded to the child, whose segment shares the default loop's gate
   BOOST_TEST(failure_of(parent) == asio::error::operation_aborted);
 }
+
+// Every resumption of an inline task is posted; run on the spot, each would nest inside the
+// previous one until the stack overflows.
+BOOST_AUTO_TEST_CASE(an_inline_task_yields_and_passes_values_without_bound_on_the_stack) {
+  constexpr int steps = 200'000;
+  auto yielding = coral::spawn(coral::inline_executor{}, [&]() -> coral::task<int> {
+    int n = 0;
+    for (; n < steps; ++n) co_await coral::yield();
+    co_return n;
+  });
+  BOOST_TEST(get_within(yielding) == steps);
+
+  coral::channel<int> ping(0), pong(0);
+  auto echo = coral::spawn(coral::inline_executor{}, [&]() -> coral::task<int> {
+    int echoed = 0;
+    while (auto v = co_await ping.next()) {
+      co_await pong.send(*v);
+      ++echoed;
+    }
+    co_return echoed;
+  });
+  auto player = coral::spawn(coral::inline_executor{}, [&]() -> coral::task<long> {
+    long sum = 0;
+    for (int i = 0; i < steps; ++i) {
+      co_await ping.send(i);
+      sum += co_await pong.receive();
+    }
+    ping.close();
+    co_return sum;
+  });
+  BOOST_TEST(get_within(player) == long(steps) * (steps - 1) / 2);
+  BOOST_TEST(get_within(echo) == steps);
+}
+
+// Posted inline work runs at once on a thread that runs none, and after the running work
+// otherwise; a thread that blocks on a job inside such work first runs what it queued.
+BOOST_AUTO_TEST_CASE(posted_inline_work_runs_at_once_or_right_after_the_work_that_posted_it) {
+  std::vector<int> order;
+  asio::post(coral::inline_executor{}, [&] {
+    order.push_back(1);
+    asio::post(coral::inline_executor{}, [&] { order.push_back(3); });
+    order.push_back(2);
+  });
+  BOOST_TEST(order == (std::vector<int>{1, 2, 3}));
+
+  auto outer = coral::spawn(coral::inline_executor{}, []() -> coral::task<int> {
+    co_return coral::sync_wait(coral::inline_executor{}, []() -> coral::task<int> {
+      co_await coral::yield();
+      co_return 7;
+    }());
+  });
+  BOOST_TEST(get_within(outer) == 7);
+}

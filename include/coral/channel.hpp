@@ -80,6 +80,12 @@ inline constexpr conflated_t conflated{};
 //   exception leaves the handler's invocation as one the handler threw would (out of the
 //   executor's run()), and the value goes with it: the channel cannot tell that exception from
 //   one thrown by the handler's body, after which the value was the handler's.
+//   A raced receive (when_any, `||`, with_timeout) is the receiving task's once its branch has
+//   it: the join then moves it on (into the branch's result, the variant or the timed task's
+//   result, then into the awaiting task), as any task<T> moves its result. If one of those moves
+//   throws, the exception leaves the co_await and the value is destroyed. A T whose move
+//   constructor is noexcept is never affected; for another, receive directly, or race a
+//   receive of a std::unique_ptr<T>.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.

@@ -39,7 +39,20 @@ auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a);
 
 namespace detail {
 
-[[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout);
+[[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout,
+                                std::chrono::steady_clock::time_point deadline);
+
+// The deadline a timeout that ended an operation was for, as a cancel cause: the earliest
+// possible one if it is not known (a timeout the operation threw itself, which came first).
+inline cancel_cause inner_timeout_cause(const std::exception_ptr& e) noexcept {
+  try {
+    std::rethrow_exception(e);
+  } catch (const timeout_error& error) {
+    if (error.deadline() != std::chrono::steady_clock::time_point::min()) return deadline_cause(error.deadline());
+  } catch (...) {
+  }
+  return not_a_deadline + 1;
+}
 
 // Awaits an operation (a task, as a child) with a deadline: a join of one child, and the awaiting
 // segment's deadline watch as the join's branch 1. The awaiting task goes on as soon as the
@@ -115,26 +128,31 @@ task<T> run_timed(Task operation, Limit limit) {
   // Then its result is returned: never dropped.
   if (expired && late_result && timed.result().has_value()) expired = false;
   task_context& self = co_await current_segment{};
-  // The operation ended on a cancellation of the task that arrived after this deadline had passed
-  // but before its expiry was handled (a busy executor): the deadline came first.
-  if (!expired && self.cancelled() && timed.result().has_exception() &&
-      is_operation_aborted(timed.result().exception()) && std::chrono::steady_clock::now() >= deadline) {
+  const bool timed_out_inside =
+      timed.result().has_exception() && has_error_code(timed.result().exception(), errc::timeout);
+  // The operation ended on a deadline (one inside it, or a cancellation of the task by one around
+  // it) after this deadline had passed but before its expiry was handled (a busy executor): this
+  // deadline passed too, and may be the nearest.
+  if (!expired && timed.result().has_exception() && std::chrono::steady_clock::now() >= deadline &&
+      (timed_out_inside || (self.cancelled() && is_operation_aborted(timed.result().exception())))) {
     expired = true;
   }
   if (expired) {
-    // If the task was cancelled before its cancellation reached the operation, that is what it
-    // hears, unless all that cancelled it is the deadline of a timeout around this one that came
-    // no sooner: the nearest deadline is the one reported, whatever the executor's load.
-    if (self.cancelled() && !(self.cause() != not_a_deadline && self.cause() >= deadline_cause(deadline))) {
-      task_context::throw_cancelled();
-    }
-    // A timeout inside the operation whose deadline came first: that one is reported.
-    if (timed.result().has_exception() && has_error_code(timed.result().exception(), errc::timeout))
-      timed.result().release();
+    // A cancellation of the task that is not a deadline's is what it hears.
+    const bool cancelled = self.cancelled();
+    if (cancelled && self.cause() == not_a_deadline) task_context::throw_cancelled();
+    // Otherwise the nearest of the deadlines that passed is reported, whatever the executor's
+    // load made them fire in: one inside the operation (its timeout_error goes on), this one, or
+    // one around this one (the cancellation goes on, and that timeout reports itself).
+    const cancel_cause mine = deadline_cause(deadline);
+    const cancel_cause inside = timed_out_inside ? inner_timeout_cause(timed.result().exception()) : mine;
+    const cancel_cause around = cancelled ? self.cause() : mine;
+    if (inside < mine && inside <= around) timed.result().release();
+    if (around < mine) task_context::throw_cancelled();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
-      throw_timeout(&limit);
+      throw_timeout(&limit, deadline);
     } else {
-      throw_timeout(nullptr);
+      throw_timeout(nullptr, deadline);
     }
   }
   if constexpr (std::is_void_v<T>) {

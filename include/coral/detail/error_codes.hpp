@@ -2,6 +2,7 @@
 
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
+#include <chrono>
 #include <string>
 #include <type_traits>
 
@@ -26,10 +27,19 @@ class channel_closed : public boost::system::system_error {
   explicit channel_closed(const std::string& what) : system_error(make_error_code(errc::channel_closed), what) {}
 };
 
-// Thrown when an operation did not finish in time; code() is errc::timeout.
+// Thrown when an operation did not finish in time; code() is errc::timeout. deadline() is the
+// deadline that passed (with_timeout's start plus its duration, or with_deadline's time point);
+// time_point::min() if the thrower gave none.
 class timeout_error : public boost::system::system_error {
  public:
-  explicit timeout_error(const std::string& what) : system_error(make_error_code(errc::timeout), what) {}
+  explicit timeout_error(const std::string& what,
+                         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::min())
+      : system_error(make_error_code(errc::timeout), what), deadline_(deadline) {}
+
+  std::chrono::steady_clock::time_point deadline() const noexcept { return deadline_; }
+
+ private:
+  std::chrono::steady_clock::time_point deadline_;
 };
 
 }  // namespace coral

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <utility>
 
+#include "coral/detail/inline_queue.hpp"
 #include "coral/detail/promise.hpp"
 #include "coral/detail/task_context.hpp"
 #include "coral/detail/task_result.hpp"
@@ -154,6 +155,9 @@ class job_state : public task_context {
   // However often it is called, a job keeps one signal for all its waiters.
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>* deadline) {
+    if (done()) return true;
+    // Blocking inside posted inline work: work it queued behind itself may be what ends the job.
+    inline_queue::run_pending();
     if (done()) return true;
     job_wait_signal& signal = wait_signal();
     std::unique_lock lock(signal.mutex);
