@@ -10,6 +10,10 @@ command -v make >/dev/null || missing+=(make)
 dpkg -s libboost1.81-dev >/dev/null 2>&1 || missing+=(libboost1.81-dev)
 if [[ "${1:-}" == "--tests" ]]; then
   dpkg -s libboost-test1.81-dev >/dev/null 2>&1 || missing+=(libboost-test1.81-dev)
+  # The tests also build coral with clang 19 and with clang 14 (Debian's default clang++).
+  command -v clang++-19 >/dev/null || missing+=(clang-19)
+  command -v clang++-14 >/dev/null || missing+=(clang-14)
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
 fi
 # Boost.Context, for the Boost.Coroutine2 side of bench_generator only (coral does not use it).
 if [[ "${1:-}" == "--bench" ]]; then

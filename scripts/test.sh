@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test: all of them under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and the cross-thread ones again under ThreadSanitizer.
+# and the cross-thread ones again under ThreadSanitizer (g++); then everything again with clang 19
+# (Release, warnings as errors), and the library with the generator and task tests with clang 14.
+# docs/platforms.md says what else was checked by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --tests
@@ -17,3 +19,17 @@ cmake --build build/asan -j$jobs
 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=thread -DCMAKE_CXX_FLAGS=-O1 -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j$jobs
 (cd build/tsan && ctest --output-on-failure -j$jobs -L cross_thread)
+
+# clang 19: everything, and every test, without sanitizers (the runs above are the sanitizer ones;
+# this one is about what another compiler accepts, warns about and makes of the code).
+cmake -S . -B build/clang19 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-19 -DCORAL_WARNINGS_AS_ERRORS=ON >/dev/null
+cmake --build build/clang19 -j$jobs
+(cd build/clang19 && ctest --output-on-failure -j$jobs)
+
+# clang 14, Debian's default clang++: the library, the tests of the headers it is most particular
+# about (generator.hpp's constraints, the task machinery) and the compile tests. All of it
+# would take as long again as the clang 19 build, more than CI's time allows (docs/platforms.md).
+cmake -S . -B build/clang14 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 -DCORAL_WARNINGS_AS_ERRORS=ON \
+  -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/clang14 -j$jobs --target coral test_generator test_task compile_own_asio_namespace
+(cd build/clang14 && ctest --output-on-failure -j$jobs -R '^(test_generator|test_task|compile_.*|link_fail_.*)$')

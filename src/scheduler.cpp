@@ -58,7 +58,7 @@ void scheduled_work::expired(boost::system::error_code error) {
 
 }  // namespace detail
 
-scheduler::scheduler(asio::any_io_executor executor)
+scheduler::scheduler(boost::asio::any_io_executor executor)
     : executor_(std::move(executor)),
       timer_executor_(detail::place(executor_).executor),
       state_(std::make_shared<detail::scheduler_state>()) {}
@@ -67,7 +67,7 @@ scheduler::~scheduler() {
   close();
 }
 
-scheduler::handle scheduler::schedule(const asio::any_io_executor& target, std::function<void()> f,
+scheduler::handle scheduler::schedule(const boost::asio::any_io_executor& target, std::function<void()> f,
                                       clock::time_point when, clock::duration period) {
   auto work = std::make_shared<detail::scheduled_work>(timer_executor_, target, std::move(f), period);
   {

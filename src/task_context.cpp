@@ -1,6 +1,12 @@
 #include "coral/detail/task_context.hpp"
 
 #include <boost/asio/detail/strand_executor_service.hpp>
+#include <boost/asio/version.hpp>
+#if BOOST_ASIO_VERSION >= 103400
+#include <boost/asio/config.hpp>
+#endif
+#include <charconv>
+#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -45,8 +51,23 @@ class context_service final : public asio::execution_context::service {
   // An io_context created with concurrency hint 1 promises to be run by one thread (Asio itself
   // relies on that promise); any other context may run work concurrently.
   static bool single_threaded(asio::execution_context& context) {
-    return asio::has_service<asio::detail::scheduler>(context) &&
-           asio::use_service<asio::detail::scheduler>(context).concurrency_hint() == 1;
+    return asio::has_service<asio::detail::scheduler>(context) && concurrency_hint(context) == 1;
+  }
+
+  // The hint a context with a scheduler was created with. Public API from Asio 1.34 (Boost 1.87)
+  // on, the context's configuration; before, only the scheduler knows it. (The raw value:
+  // asio::config::get() of Asio 1.34.0 formats integers into a buffer too small for them.)
+  static int concurrency_hint(asio::execution_context& context) {
+#if BOOST_ASIO_VERSION >= 103400
+    char buffer[24] = {};
+    const char* value = asio::use_service<asio::config_service>(context).get_value("scheduler", "concurrency_hint",
+                                                                                   buffer, sizeof buffer);
+    int hint = 0;
+    if (value) std::from_chars(value, value + std::strlen(value), hint);
+    return hint;
+#else
+    return asio::use_service<asio::detail::scheduler>(context).concurrency_hint();
+#endif
   }
 };
 

@@ -21,6 +21,15 @@
 using coral::elements_of;
 using coral::generator;
 
+// clang before 15 cannot compile libstdc++'s views at all (std::views::iota(1, 5), or
+// std::views::take of a std::vector, fail the same way): the checks with std::views are left out
+// there.
+#if defined(__clang__) && __clang_major__ < 15 && defined(__GLIBCXX__)
+#define CORAL_TEST_STD_VIEWS 0
+#else
+#define CORAL_TEST_STD_VIEWS 1
+#endif
+
 namespace {
 
 // A value that counts its live instances, copies and moves: the generator must neither leak nor
@@ -93,9 +102,11 @@ static_assert(std::is_same_v<std::ranges::range_value_t<generator<int>>, int>);
 static_assert(std::is_same_v<std::ranges::range_reference_t<generator<const std::string&>>, const std::string&>);
 static_assert(std::is_same_v<std::ranges::range_value_t<generator<const std::string&>>, std::string>);
 static_assert(!std::is_copy_constructible_v<generator<int>> && std::is_nothrow_move_constructible_v<generator<int>>);
+#if CORAL_TEST_STD_VIEWS
 static_assert(std::ranges::input_range<decltype(count(0, 1) | std::views::take(1))>);
 static_assert(
     std::ranges::input_range<decltype(std::declval<generator<int>&>() | std::views::filter([](int) { return true; }))>);
+#endif
 
 BOOST_AUTO_TEST_CASE(has_next_and_next_walk_the_values_then_next_throws_out_of_range) {
   auto g = count(0, 3);
@@ -112,6 +123,7 @@ BOOST_AUTO_TEST_CASE(range_for_visits_every_value_in_order) {
   BOOST_TEST(got == (ints{3, 4, 5, 6}), boost::test_tools::per_element());
 }
 
+#if CORAL_TEST_STD_VIEWS
 BOOST_AUTO_TEST_CASE(std_views_take_filter_and_transform_work_on_lvalue_and_rvalue_generators) {
   ints got;
   for (int v : count(0, 100) | std::views::filter([](int x) { return x % 3 == 0; }) |
@@ -127,6 +139,7 @@ BOOST_AUTO_TEST_CASE(std_views_take_filter_and_transform_work_on_lvalue_and_rval
   // take(3) stopped at the third value: the generator continues after it.
   BOOST_TEST(g.next() == 3);
 }
+#endif
 
 BOOST_AUTO_TEST_CASE(has_next_does_not_skip_the_value_it_ran_up_to) {
   auto g = count(0, 3);
@@ -605,7 +618,9 @@ BOOST_FIXTURE_TEST_CASE(from_an_rvalue_range_owns_it_and_moves_elements_out, cou
   for (auto p : generator<payload>::from(std::move(values))) sum += p.value;
   BOOST_TEST(sum == 3);
   BOOST_TEST(payload::copies == 0);
+#if CORAL_TEST_STD_VIEWS
   BOOST_TEST(generator<int>::from(std::views::iota(1, 5)).sum() == 10);
+#endif
 }
 
 BOOST_AUTO_TEST_CASE(from_a_range_into_a_generator_of_references_refers_to_its_elements) {
@@ -657,7 +672,11 @@ BOOST_AUTO_TEST_CASE(elements_of_a_container_or_view_yields_its_elements) {
   auto g = [](std::vector<int>& values) -> generator<int> {
     co_yield elements_of(values);
     co_yield elements_of(ints(values.begin(), values.end()));  // a temporary container
+#if CORAL_TEST_STD_VIEWS
     co_yield elements_of(std::views::iota(5, 7));
+#else
+    co_yield elements_of(ints{5, 6});
+#endif
   }(values);
   BOOST_TEST(collect(std::move(g)) == (ints{1, 2, 1, 2, 5, 6}), boost::test_tools::per_element());
 }

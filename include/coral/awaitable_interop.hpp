@@ -25,8 +25,8 @@ namespace coral {
 //   The awaitable resumes on its own executor, the task's exception propagates, and the awaitable's
 //   cancellation reaches the task.
 template <class T, class Executor>
-asio::awaitable<T> as_awaitable(task<T, Executor> t) {
-  co_return co_await spawn(co_await asio::this_coro::executor, std::move(t), asio::use_awaitable);
+boost::asio::awaitable<T> as_awaitable(task<T, Executor> t) {
+  co_return co_await spawn(co_await boost::asio::this_coro::executor, std::move(t), boost::asio::use_awaitable);
 }
 
 }  // namespace coral

@@ -74,7 +74,7 @@ class awaiter : private detail::external_wait {
   virtual void before_resume() {}
 
   // The executor of the awaiting task (valid from after_suspend() on).
-  const asio::any_io_executor& executor() const noexcept { return task_.context().executor(); }
+  const boost::asio::any_io_executor& executor() const noexcept { return task_.context().executor(); }
 
  private:
   // Posted, not dispatched: the task must not run (and destroy this awaiter) inside resume().

@@ -153,7 +153,7 @@ class channel {
   // Asio-style send: completion signature void(boost::system::error_code).
   template <class CompletionToken>
   auto async_send(T value, CompletionToken&& token) {
-    return asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         [](auto handler, std::shared_ptr<state_type> state, T value) {
           using op_type = detail::channel_async_op<T, detail::send_waiter<T>, decltype(handler)>;
           op_type::start(std::move(state), std::move(handler), std::optional<T>(std::move(value)),
@@ -168,7 +168,7 @@ class channel {
     static_assert(std::is_default_constructible_v<T>,
                   "coral::channel::async_receive needs a default-constructible T (passed with an error); "
                   "use co_await ch.receive() or ch.next() for other types");
-    return asio::async_initiate<CompletionToken, void(boost::system::error_code, T)>(
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, T)>(
         [](auto handler, std::shared_ptr<state_type> state) {
           using op_type = detail::channel_async_op<T, detail::receive_waiter<T>, decltype(handler)>;
           op_type::start(std::move(state), std::move(handler), std::nullopt,

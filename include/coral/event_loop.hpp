@@ -16,7 +16,7 @@ namespace coral {
 // called from several threads at once: each returns once the loop thread has ended).
 class event_loop {
  public:
-  using executor_type = asio::io_context::executor_type;
+  using executor_type = boost::asio::io_context::executor_type;
 
   event_loop();
   ~event_loop();
@@ -24,8 +24,8 @@ class event_loop {
   event_loop& operator=(const event_loop&) = delete;
 
   executor_type get_executor() noexcept { return context_.get_executor(); }
-  asio::io_context& context() noexcept { return context_; }
-  operator asio::io_context&() noexcept { return context_; }
+  boost::asio::io_context& context() noexcept { return context_; }
+  operator boost::asio::io_context&() noexcept { return context_; }
   // The loop thread's id (also after it has ended).
   std::thread::id thread_id() const noexcept { return thread_id_; }
 
@@ -37,8 +37,8 @@ class event_loop {
   void join();
 
  private:
-  asio::io_context context_{1};
-  asio::executor_work_guard<executor_type> work_;
+  boost::asio::io_context context_{1};
+  boost::asio::executor_work_guard<executor_type> work_;
   std::thread thread_;
   std::thread::id thread_id_;
   std::mutex join_mutex_;  // guards thread_'s join

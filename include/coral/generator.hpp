@@ -124,8 +124,9 @@ class [[nodiscard]] generator {
 
   // Terminal operations: they consume the rest of the generator. If f throws, the element it was
   // given is consumed and the exception propagates; the generator continues after that element.
-  template <std::invocable<reference> F>
-  void for_each(F f);  // f(x) for each element
+  template <class F>
+  void for_each(F f)  // f(x) for each element
+      requires std::invocable<F, reference>;
   template <class A, class F>
   A fold(A initial, F f);  // acc = f(std::move(acc), x) for each element, from acc = initial
   value_type sum();        // fold with +=, from a value-initialised value_type
@@ -135,11 +136,13 @@ class [[nodiscard]] generator {
   // const). from(range): the elements of any input range; an rvalue range is stored in the
   // generator and its elements are moved out, an lvalue range must outlive the generator and, for a
   // generator of values, each element is copied when it is asked for (it stays in the range).
-  template <std::convertible_to<value_type>... A>
-  static generator from(A&&... values);
+  // (Constrained by trailing requires-clauses: clang 14 matches an out-of-line definition to its
+  // declaration only then, when the constraint names a member of the class.)
+  template <class... A>
+  static generator from(A&&... values) requires(std::convertible_to<A, value_type>&&...);
   static generator from(std::initializer_list<value_type> values);
-  template <detail::range_of<value_type> R>
-  static generator from(R&& range);
+  template <class R>
+  static generator from(R&& range) requires detail::range_of<R, value_type>;
 
  private:
   friend promise_type;
@@ -171,6 +174,8 @@ class [[nodiscard]] generator {
 // elements_of(x) refers to x; it is meant to be used within the co_yield expression.
 template <class R>
 struct elements_of {
+  // (A constructor, not aggregate initialisation from parentheses, which clang 14 lacks.)
+  elements_of(R r) : range(std::forward<R>(r)) {}
   R range;
 };
 template <class R>
@@ -276,8 +281,8 @@ generator<T> generator<T>::take_body(upstream up, std::size_t n) {
 }
 
 template <class T>
-template <std::invocable<typename generator<T>::reference> F>
-void generator<T>::for_each(F f) {
+template <class F>
+void generator<T>::for_each(F f) requires std::invocable<F, reference> {
   if (!has_next()) return;
   // The value already waiting (has_next() ran the body up to it), then the rest pushed to f where
   // it is yielded.
@@ -314,8 +319,8 @@ auto generator<T>::sum() -> value_type {
 }
 
 template <class T>
-template <std::convertible_to<typename generator<T>::value_type>... A>
-generator<T> generator<T>::from(A&&... values) {
+template <class... A>
+generator<T> generator<T>::from(A&&... values) requires(std::convertible_to<A, value_type>&&...) {
   using values_type = std::array<value_type, sizeof...(A)>;
   return from_body<values_type>(values_type{value_type(std::forward<A>(values))...});
 }
@@ -326,8 +331,8 @@ generator<T> generator<T>::from(std::initializer_list<value_type> values) {
 }
 
 template <class T>
-template <detail::range_of<typename generator<T>::value_type> R>
-generator<T> generator<T>::from(R&& range) {
+template <class R>
+generator<T> generator<T>::from(R&& range) requires detail::range_of<R, value_type> {
   return from_body<R>(std::forward<R>(range));
 }
 

@@ -34,13 +34,17 @@ class inline_executor {
     }
   }
 
-  asio::execution_context& query(asio::execution::context_t) const noexcept { return detail::default_loop_context(); }
-  asio::execution::blocking_t query(asio::execution::blocking_t) const noexcept {
-    if (posting_) return asio::execution::blocking.never;
-    return asio::execution::blocking.always;
+  boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+    return detail::default_loop_context();
   }
-  inline_executor require(asio::execution::blocking_t::never_t) const noexcept { return inline_executor(true); }
-  inline_executor require(asio::execution::blocking_t::always_t) const noexcept { return inline_executor(false); }
+  boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) const noexcept {
+    if (posting_) return boost::asio::execution::blocking.never;
+    return boost::asio::execution::blocking.always;
+  }
+  inline_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return inline_executor(true); }
+  inline_executor require(boost::asio::execution::blocking_t::always_t) const noexcept {
+    return inline_executor(false);
+  }
 
   inline_executor() noexcept = default;
 

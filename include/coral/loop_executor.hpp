@@ -14,9 +14,9 @@ asio::io_context& default_loop_context();
 // refers to the same loop, so any number of task<T, loop_executor> share that one thread.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe.
-class loop_executor : public asio::io_context::executor_type {
+class loop_executor : public boost::asio::io_context::executor_type {
  public:
-  loop_executor() noexcept : asio::io_context::executor_type(detail::default_loop_context().get_executor()) {}
+  loop_executor() noexcept : boost::asio::io_context::executor_type(detail::default_loop_context().get_executor()) {}
 };
 
 }  // namespace coral

@@ -30,11 +30,13 @@ class new_thread_executor {
     detail::start_thread([shared]() mutable { std::move (*shared)(); });
   }
 
-  asio::execution_context& query(asio::execution::context_t) const noexcept { return detail::default_loop_context(); }
-  static constexpr asio::execution::blocking_t query(asio::execution::blocking_t) noexcept {
-    return asio::execution::blocking.never;
+  boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+    return detail::default_loop_context();
   }
-  new_thread_executor require(asio::execution::blocking_t::never_t) const noexcept { return *this; }
+  static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
+    return boost::asio::execution::blocking.never;
+  }
+  new_thread_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
 };
 
 }  // namespace coral

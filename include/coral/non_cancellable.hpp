@@ -22,7 +22,7 @@ namespace coral {
 //   }
 template <class T, class E>
 detail::task_on_awaiter<T> non_cancellable(task<T, E> child) {
-  asio::any_io_executor executor;
+  boost::asio::any_io_executor executor;
   if constexpr (!std::is_same_v<E, inherit>) executor = detail::erase_executor(E{});
   return detail::task_on_awaiter<T>(child.release(), std::move(executor), /*shielded=*/true);
 }

@@ -14,9 +14,9 @@ asio::thread_pool& default_pool();
 // runs on a strand of its own (see docs/cancellation.md).
 //
 // Thread safety: distinct objects: safe. Shared objects: safe.
-class pool_executor : public asio::thread_pool::executor_type {
+class pool_executor : public boost::asio::thread_pool::executor_type {
  public:
-  pool_executor() noexcept : asio::thread_pool::executor_type(detail::default_pool().get_executor()) {}
+  pool_executor() noexcept : boost::asio::thread_pool::executor_type(detail::default_pool().get_executor()) {}
 };
 
 }  // namespace coral

@@ -98,13 +98,13 @@ class scheduler {
 
    private:
     friend class scheduler;
-    targeted(scheduler* owner, asio::any_io_executor target) : owner_(owner), target_(std::move(target)) {}
+    targeted(scheduler* owner, boost::asio::any_io_executor target) : owner_(owner), target_(std::move(target)) {}
     scheduler* owner_;
-    asio::any_io_executor target_;
+    boost::asio::any_io_executor target_;
     clock::time_point when_ = clock::now();
   };
 
-  explicit scheduler(asio::any_io_executor executor);
+  explicit scheduler(boost::asio::any_io_executor executor);
   template <detail::execution_context_like Context>
   explicit scheduler(Context& context) : scheduler(detail::erase_executor(context.get_executor())) {}
   ~scheduler();
@@ -132,20 +132,20 @@ class scheduler {
   }
   template <class Executor>
   targeted on(const Executor& target) {
-    return targeted(this, asio::any_io_executor(target));
+    return targeted(this, boost::asio::any_io_executor(target));
   }
 
   // Cancels all pending work; later submits throw std::logic_error.
   void close();
   bool closed() const;
-  const asio::any_io_executor& get_executor() const noexcept { return executor_; }
+  const boost::asio::any_io_executor& get_executor() const noexcept { return executor_; }
 
  private:
-  handle schedule(const asio::any_io_executor& target, std::function<void()> f, clock::time_point when,
+  handle schedule(const boost::asio::any_io_executor& target, std::function<void()> f, clock::time_point when,
                   clock::duration period);
 
-  asio::any_io_executor executor_;
-  asio::any_io_executor timer_executor_;  // a strand over executor_ (or executor_ if it is serial)
+  boost::asio::any_io_executor executor_;
+  boost::asio::any_io_executor timer_executor_;  // a strand over executor_ (or executor_ if it is serial)
   std::shared_ptr<detail::scheduler_state> state_;
 };
 

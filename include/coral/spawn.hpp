@@ -210,6 +210,7 @@ struct initiate_spawn {
                                w = std::move(*p.work)]() mutable {
                                 if (slot.is_connected()) slot.clear();
                                 if constexpr (std::is_void_v<T>) {
+                                  static_cast<void>(v);  // a std::monostate: a task<void> has no value
                                   std::move(h)(error);
                                 } else {
                                   std::move(h)(error, std::move(v));
@@ -268,7 +269,7 @@ requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
   using T = typename detail::task_of_t<Source>::value_type;
-  return asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
+  return boost::asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
       detail::initiate_spawn{}, token, detail::erase_executor(detail::executor_of(executor)),
       std::decay_t<Source>(std::forward<Source>(source)));
 }
@@ -284,9 +285,9 @@ inline constexpr bool is_awaitable_op_handler_v<asio::detail::awaitable_async_op
 
 template <class T, class Executor>
 template <class CompletionToken>
-requires asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
+requires boost::asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
 auto task<T, Executor>::operator()(CompletionToken&& token) && {
-  return asio::async_initiate<CompletionToken, detail::spawn_signature_t<T>>(
+  return boost::asio::async_initiate<CompletionToken, detail::spawn_signature_t<T>>(
       [](auto handler, task t) {
         // Boost 1.81 cannot resume an asio::awaitable from an operation whose signature is
         // void(std::exception_ptr, T): awaitable_async_op_handler<R(std::exception_ptr, T)>::resume
@@ -295,7 +296,7 @@ auto task<T, Executor>::operator()(CompletionToken&& token) && {
                       "coral: with Boost 1.81, an asio::awaitable awaits a task<T> that returns a value through "
                       "coral::as_awaitable: `T v = co_await coral::as_awaitable(coral_task());` (task<void> needs "
                       "no wrapper)");
-        auto executor = asio::get_associated_executor(handler);
+        auto executor = boost::asio::get_associated_executor(handler);
         detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t));
       },
       token, std::move(*this));

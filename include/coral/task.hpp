@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "coral/detail/child_task.hpp"
+#include "coral/detail/config.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/promise.hpp"
 
@@ -79,7 +80,7 @@ class [[nodiscard]] task {
   // executor, with signature void(std::exception_ptr, T) (void(std::exception_ptr) for void); the
   // token's cancellation slot cancels the task. Defined in spawn.hpp.
   template <class CompletionToken>
-  requires asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
+  requires boost::asio::completion_token_for<CompletionToken, detail::spawn_signature_t<T>>
   auto operator()(CompletionToken&& token) &&;
 
   // Gives up ownership of the coroutine frame (for the runtime).
@@ -116,7 +117,7 @@ class task_awaiter {
   task_awaiter(task_awaiter&& other) noexcept : child_(std::exchange(other.child_, nullptr)) {}
   task_awaiter& operator=(task_awaiter&&) = delete;
   // Runs once per awaited child; g++ sometimes declines to inline it on its own.
-  [[gnu::always_inline]] ~task_awaiter() {
+  CORAL_ALWAYS_INLINE ~task_awaiter() {
     if (child_) child_.destroy();
   }
 

@@ -86,10 +86,10 @@ class task_group {
   class join_awaiter;
   join_awaiter join() noexcept;
 
-  asio::any_io_executor get_executor() const noexcept { return executor_; }
+  boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
 
  private:
-  asio::any_io_executor executor_;
+  boost::asio::any_io_executor executor_;
   detail::group_state* state_;
 };
 
@@ -126,7 +126,7 @@ class task_group::join_awaiter : public detail::external_wait {
     explicit forward_group_cancellation(detail::group_state* s) noexcept : state(s) { state->add_ref(); }
     forward_group_cancellation(const forward_group_cancellation&) = delete;
     ~forward_group_cancellation() { state->release(); }
-    void operator()(asio::cancellation_type) const { state->cancel(); }
+    void operator()(boost::asio::cancellation_type) const { state->cancel(); }
   };
 
   // The joiner's context is shutting down. Letting go of the joiner may destroy its frame, and

@@ -5,6 +5,6 @@
 namespace coral::this_task {
 
 // `co_await coral::this_task::executor` gives the task's executor (as asio::this_coro::executor).
-inline constexpr asio::this_coro::executor_t executor{};
+inline constexpr boost::asio::this_coro::executor_t executor{};
 
 }  // namespace coral::this_task

@@ -36,7 +36,7 @@ auto when_all(std::vector<task<T, E>> tasks);
 namespace detail {
 
 template <class... Tasks>
-class when_all_awaiter : public tuple_join_awaiter<join_kind::first_failure, Tasks...> {
+class when_all_awaiter final : public tuple_join_awaiter<join_kind::first_failure, Tasks...> {
   using base = tuple_join_awaiter<join_kind::first_failure, Tasks...>;
 
  public:
@@ -55,7 +55,7 @@ class when_all_awaiter : public tuple_join_awaiter<join_kind::first_failure, Tas
 };
 
 template <class Task>
-class when_all_vector_awaiter : public vector_join_awaiter<join_kind::first_failure, Task> {
+class when_all_vector_awaiter final : public vector_join_awaiter<join_kind::first_failure, Task> {
   using base = vector_join_awaiter<join_kind::first_failure, Task>;
 
  public:

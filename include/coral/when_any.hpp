@@ -53,7 +53,7 @@ auto when_any(std::vector<task<T, E>> tasks);
 namespace detail {
 
 template <class... Tasks>
-class when_any_awaiter : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
+class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
   using base = tuple_join_awaiter<join_kind::first_end, Tasks...>;
   using result_type = std::variant<join_value_t<typename Tasks::value_type>...>;
 
@@ -77,7 +77,7 @@ class when_any_awaiter : public tuple_join_awaiter<join_kind::first_end, Tasks..
 };
 
 template <class Task>
-class when_any_vector_awaiter : public vector_join_awaiter<join_kind::first_end, Task> {
+class when_any_vector_awaiter final : public vector_join_awaiter<join_kind::first_end, Task> {
   using base = vector_join_awaiter<join_kind::first_end, Task>;
 
  public:

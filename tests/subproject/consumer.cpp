@@ -1,7 +1,12 @@
-// An existing Asio program's style: io_context::work is deprecated Asio API that such code still
-// uses; it must keep compiling once coral is linked.
+// An existing Asio program, built with coral linked in: coral must leave Asio as the program
+// configured it (deprecated API included, which such programs may still use).
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <coral/coral.hpp>
+
+#if defined(BOOST_ASIO_NO_DEPRECATED)
+#error "coral switched Asio's deprecated API off"
+#endif
 
 coral::task<int> answer() {
   co_return 42;
@@ -9,7 +14,7 @@ coral::task<int> answer() {
 
 int main() {
   boost::asio::io_context ctx;
-  boost::asio::io_context::work keep_running(ctx);
+  auto keep_running = boost::asio::make_work_guard(ctx);
   auto j = coral::spawn(ctx, answer());
   j.then([&](int) { ctx.stop(); });
   ctx.run();

@@ -20,11 +20,15 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/system/system_error.hpp>
 
-namespace coral {
-namespace asio = boost::asio;
-}  // namespace coral
+#include "coral/detail/config.hpp"
 
 namespace coral::detail {
+
+// coral's own short name for Boost.Asio, for its internals only. The public namespace declares no
+// `asio`: a program's `using namespace coral;` must leave the program's own `asio` (standalone
+// Asio's namespace, or an alias of its own) the only one it sees. Code in namespace coral outside
+// detail spells `boost::asio`.
+namespace asio = boost::asio;
 
 // Asio's handler tracking changes the layout of its classes: a program must define
 // BOOST_ASIO_ENABLE_HANDLER_TRACKING everywhere or nowhere, coral's compiled part included. Each
@@ -33,11 +37,11 @@ namespace coral::detail {
 // scheduler at run time.
 #if defined(BOOST_ASIO_ENABLE_HANDLER_TRACKING)
 extern const int coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
-[[gnu::used]] inline const int* const asio_configuration_mark =
+CORAL_USED inline const int* const asio_configuration_mark =
     &coral_library_built_with_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
 #else
 extern const int coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
-[[gnu::used]] inline const int* const asio_configuration_mark =
+CORAL_USED inline const int* const asio_configuration_mark =
     &coral_library_built_without_BOOST_ASIO_ENABLE_HANDLER_TRACKING;
 #endif
 

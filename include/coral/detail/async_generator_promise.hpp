@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/config.hpp"
 #include "coral/detail/promise.hpp"
 
 namespace coral {
@@ -70,7 +71,7 @@ inline bool run_handoffs(handoff_loop* outer, std::coroutine_handle<> first,
 
 // A loop of its own for a coroutine that gives control away without having been resumed by one:
 // rare on the path of a value, kept out of it.
-[[gnu::noinline]] inline void start_handoffs(handoff_loop* outer, std::coroutine_handle<> first) noexcept {
+CORAL_NOINLINE inline void start_handoffs(handoff_loop* outer, std::coroutine_handle<> first) noexcept {
   run_handoffs(outer, first);
 }
 

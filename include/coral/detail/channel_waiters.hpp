@@ -56,7 +56,7 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
       return;
     fail(what);
   }
-  [[gnu::noinline]] void fail(const char* what) {
+  CORAL_NOINLINE void fail(const char* what) {
     if (this->exception) std::rethrow_exception(this->exception);
     if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
     if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);

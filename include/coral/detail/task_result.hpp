@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/config.hpp"
+
 namespace coral::detail {
 
 // The outcome of a task: nothing yet, a value (T may be a reference or void), or an exception.
@@ -22,7 +24,7 @@ class task_result {
     // Set once, on an empty result (co_return): telling the compiler so spares emplace()'s
     // destruction of a previous alternative on the hottest path.
 #ifdef NDEBUG
-    if (state_.index() != 0) __builtin_unreachable();
+    if (state_.index() != 0) unreachable();
 #else
     assert(state_.index() == 0);
 #endif

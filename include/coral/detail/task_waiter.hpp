@@ -68,6 +68,8 @@ void wake_all(Waiter* list, boost::system::error_code error, task_context* waker
 // and a cancellation that race, the one that unlinks the waiter wins.
 template <class State, class Waiter>
 struct wait_cancellation {
+  // (Asio's slot.emplace<T>(args...) constructs with parentheses: an aggregate would need clang 16.)
+  wait_cancellation(std::shared_ptr<State> s, Waiter* w) noexcept : state(std::move(s)), waiter(w) {}
   std::shared_ptr<State> state;
   Waiter* waiter;
   void operator()(asio::cancellation_type) const {
