@@ -557,8 +557,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(
   BOOST_TEST(lifetime::alive == 0);
 }
 
-// Level-triggered cancellation holds for awaitables that are ready at once too. Found by the
-// adversarial review: a ready future and a ready foreign awaitable let a cancelled task through.
+// Level-triggered cancellation holds for awaitables that are ready at once too: a ready future
+// or a ready foreign awaitable must not let a cancelled task through.
 BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_even_on_awaitables_that_are_ready_at_once) {
   coral::event_loop loop;
   auto j = coral::spawn(loop, []() -> coral::task<std::string> {

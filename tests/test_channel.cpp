@@ -824,8 +824,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_chan
 }
 
 // A plain Asio operation waiting on a channel goes away with the context of its handler, as Asio's
-// own pending operations do, and a later close() does not touch the dead context. Found by the
-// adversarial review: close() dispatched into the destroyed io_context.
+// own pending operations do, and a later close() does not touch the dead context (it must not
+// dispatch into the destroyed io_context).
 BOOST_AUTO_TEST_CASE(an_async_receive_is_destroyed_with_its_handlers_context_and_close_leaves_it_alone) {
   coral::channel<int> ch(0);
   auto probe = std::make_shared<int>(0);

@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(a_finished_job_leaves_nothing_running_so_its_event_loop_can
 }
 
 // The cancel of an inline task runs its cancellation (and the task) on the cancelling thread:
-// nothing of coral's may be locked meanwhile. Found by the adversarial review: it deadlocked.
+// nothing of coral's may be locked meanwhile, or it deadlocks.
 BOOST_AUTO_TEST_CASE(cancelling_an_inline_task_runs_it_on_the_cancelling_thread_without_deadlock) {
   coral::channel<int> ch(0);
   auto waiting = coral::spawn(coral::inline_executor{}, [&]() -> coral::task<> { co_await ch.receive(); });
