@@ -125,7 +125,7 @@ placement place(const asio::any_io_executor& executor, bool cancellable) {
   return {asio::any_io_executor(asio::make_strand(executor)), std::move(gate), true};
 }
 
-task_context::task_context(placement where)
+task_context::task_context(placement&& where)
     : host_(where.host ? where.host : this),
       executor_(std::move(where.executor)),
       gate_(std::move(where.gate)),

@@ -186,12 +186,16 @@ class channel {
   const std::shared_ptr<state_type>& shared_state() const {
     if (state_) [[likely]]
       return state_;
-    static const std::shared_ptr<state_type> closed_and_empty = [] {
-      auto state = std::make_shared<state_type>(0, overflow::wait);
-      state->close();
-      return state;
+    return closed_and_empty();
+  }
+  // (Out of line: the common path above stays small enough to inline.)
+  CORAL_NOINLINE static const std::shared_ptr<state_type>& closed_and_empty() {
+    static const std::shared_ptr<state_type> state = [] {
+      auto made = std::make_shared<state_type>(0, overflow::wait);
+      made->close();
+      return made;
     }();
-    return closed_and_empty;
+    return state;
   }
 
   std::shared_ptr<state_type> state_;  // null once moved from

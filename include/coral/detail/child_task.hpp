@@ -18,7 +18,8 @@ namespace coral::detail {
 template <class T>
 class child_job_state final : public job_state<T> {
  public:
-  using job_state<T>::job_state;
+  explicit child_job_state(placement&& where)
+      : job_state<T>(std::move(where), typename job_state<T>::child_segment_t()) {}
 
   // The awaiting parent, kept alive until the child ends or the parent lets go.
   suspended_task parent;

@@ -1,8 +1,5 @@
 #pragma once
 
-#include <cstdlib>
-#include <utility>
-
 // Compiler-specific hints behind one set of names, so that the code reads the same for every
 // compiler and a compiler without a hint gets correct code without it.
 #if defined(__GNUC__) || defined(__clang__)
@@ -19,20 +16,3 @@
 #define CORAL_ALWAYS_INLINE
 #define CORAL_USED
 #endif
-
-namespace coral::detail {
-
-// std::unreachable() before C++23: tells the optimiser a path is never taken.
-[[noreturn]] inline void unreachable() noexcept {
-#if defined(__cpp_lib_unreachable)
-  std::unreachable();
-#elif defined(__GNUC__) || defined(__clang__)
-  __builtin_unreachable();
-#elif defined(_MSC_VER)
-  __assume(false);
-#else
-  std::abort();
-#endif
-}
-
-}  // namespace coral::detail

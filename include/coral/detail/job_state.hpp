@@ -107,9 +107,16 @@ class job_state : public task_context {
  public:
   using frame_type = std::coroutine_handle<task_promise<T>>;
 
-  explicit job_state(placement where) : task_context(std::move(where)) {
+  // The state of a spawned task, which a job handle may wait for.
+  explicit job_state(placement&& where) : task_context(std::move(where)) {
     if (auto* strand = executor().template target<any_strand>()) own_strand_.emplace(*strand);
   }
+  // The state of a child segment (a join's member, a child awaited on another executor): its
+  // parent awaits it, no job handle waits for it, so it needs no look at its strand.
+  struct child_segment_t {
+    explicit child_segment_t() = default;
+  };
+  job_state(placement&& where, child_segment_t) : task_context(std::move(where)) {}
 
   // Whether the calling thread is inside the strand the task runs on (an inline or new-thread
   // executor's): the task cannot go on until the caller returns. (Kept from the start: the
@@ -319,7 +326,7 @@ class job_state : public task_context {
 template <class T, class F>
 class factory_job_state final : public job_state<T> {
  public:
-  factory_job_state(placement where, F factory) : job_state<T>(std::move(where)), factory_(std::move(factory)) {}
+  factory_job_state(placement&& where, F factory) : job_state<T>(std::move(where)), factory_(std::move(factory)) {}
   auto make_task() { return factory_(); }
 
  private:

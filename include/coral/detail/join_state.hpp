@@ -195,8 +195,8 @@ class join_state {
 template <class T>
 class join_member final : public job_state<T> {
  public:
-  join_member(placement where, join_state& join, std::size_t index)
-      : job_state<T>(std::move(where)), join_(&join), index_(index) {
+  join_member(placement&& where, join_state& join, std::size_t index)
+      : job_state<T>(std::move(where), typename job_state<T>::child_segment_t()), join_(&join), index_(index) {
     join_->add_ref();
   }
 
@@ -279,12 +279,12 @@ class join_awaiter_base : public external_wait {
     // Always cancellable (a sibling's failure or a win cancels it), so always serialised: on the
     // parent's executor as it is (hosted by the parent's segment) when that one is.
     const auto& executor = bound ? *bound : parent_context_->executor();
-    std::optional<placement> hosted;
-    if (!bound || executor == parent_context_->executor()) hosted = parent_context_->hosted_placement();
-    auto* member = new join_member<T>(hosted ? std::move(*hosted) : place(executor, true), *join_, index);
+    const bool hosted = parent_context_->can_host() && (!bound || executor == parent_context_->executor());
+    auto* member =
+        new join_member<T>(hosted ? parent_context_->hosted_placement() : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
-    join_->add_child(*member, hosted.has_value(), &member->gate() == &parent_context_->gate(), *parent_context_);
+    join_->add_child(*member, hosted, &member->gate() == &parent_context_->gate(), *parent_context_);
     return member;
   }
 

@@ -80,7 +80,7 @@ class deadline_watch;
 
 class task_context : public gate_member {
  public:
-  explicit task_context(placement where);
+  explicit task_context(placement&& where);
   task_context(const task_context&) = delete;
   task_context& operator=(const task_context&) = delete;
 
@@ -92,12 +92,10 @@ class task_context : public gate_member {
   const std::shared_ptr<context_gate>& shared_gate() const noexcept { return host_->gate_; }
 
   // For a child that runs on this segment's executor while this segment waits for it (a join's
-  // member), when that executor can be shared as it is (it runs one thing at a time): a hosted
-  // segment.
-  std::optional<placement> hosted_placement() const noexcept {
-    if (!serialised_) return std::nullopt;
-    return placement{{}, nullptr, true, host_};
-  }
+  // member): whether that executor can be shared as it is (it runs one thing at a time), and then
+  // the placement of a segment hosted by this one.
+  bool can_host() const noexcept { return serialised_; }
+  placement hosted_placement() const noexcept { return placement{{}, nullptr, true, host_}; }
   bool hosted() const noexcept { return host_ != this; }
 
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }

@@ -8,8 +8,6 @@
 #include <utility>
 #include <variant>
 
-#include "coral/detail/config.hpp"
-
 namespace coral::detail {
 
 // The outcome of a task: nothing yet, a value (T may be a reference or void), or an exception.
@@ -21,35 +19,27 @@ class task_result {
  public:
   template <class... U>
   void set_value(U&&... value) {
-    // Set once, on an empty result (co_return): telling the compiler so spares emplace()'s
-    // destruction of a previous alternative on the hottest path.
-#ifdef NDEBUG
-    if (state_.index() != 0) unreachable();
-#else
+    // Set once, on an empty result (co_return). The empty variant holds nothing to destroy, so the
+    // value is constructed in its place: emplace() would destroy the previous alternative first,
+    // which the optimiser does not always see through on the hottest path.
     assert(state_.index() == 0);
-#endif
-    if constexpr (std::is_reference_v<T>) {
-      state_.template emplace<1>(std::addressof(value)...);
-    } else {
-      state_.template emplace<1>(std::forward<U>(value)...);
+    try {
+      if constexpr (std::is_reference_v<T>) {
+        std::construct_at(&state_, std::in_place_index<1>, std::addressof(value)...);
+      } else {
+        std::construct_at(&state_, std::in_place_index<1>, std::forward<U>(value)...);
+      }
+    } catch (...) {
+      std::construct_at(&state_);  // empty again, as before the attempt
+      throw;
     }
   }
-  void set_exception(std::exception_ptr e) noexcept {
-    state_.template emplace<2>(std::move(e));
-  }
+  void set_exception(std::exception_ptr e) noexcept { state_.template emplace<2>(std::move(e)); }
 
-  bool has_value() const noexcept {
-    return state_.index() == 1;
-  }
-  bool has_exception() const noexcept {
-    return state_.index() == 2;
-  }
-  const std::exception_ptr& exception() const noexcept {
-    return *std::get_if<2>(&state_);
-  }
-  std::exception_ptr& exception_ref() noexcept {
-    return *std::get_if<2>(&state_);
-  }
+  bool has_value() const noexcept { return state_.index() == 1; }
+  bool has_exception() const noexcept { return state_.index() == 2; }
+  const std::exception_ptr& exception() const noexcept { return *std::get_if<2>(&state_); }
+  std::exception_ptr& exception_ref() noexcept { return *std::get_if<2>(&state_); }
 
   // Moves the value out, or rethrows the exception.
   T take() {
@@ -75,9 +65,7 @@ class task_result {
 
   // Destroys what is left (a value nobody took, the moved-from remains of one that was taken, an
   // exception): the result is empty again.
-  void clear() noexcept {
-    state_.template emplace<0>();
-  }
+  void clear() noexcept { state_.template emplace<0>(); }
 
   // An lvalue of the value (for callbacks that look at it without taking it).
   decltype(auto) peek() {
