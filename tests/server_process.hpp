@@ -44,8 +44,8 @@ inline void run_until(const bool& done, const char* what) {
 }
 
 // The server under test: the program named after `--` on the test's command line, started with
-// `arguments` (which ask for a free port); it prints "listening on <port>" first. Its output is
-// collected until it exits.
+// `arguments` (which ask for a free port); it prints "listening on <port>" first. Its output (standard
+// output and error) is collected until it exits.
 class server_process {
  public:
   explicit server_process(std::vector<std::string> arguments) {
@@ -58,6 +58,7 @@ class server_process {
     BOOST_REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(out[1], STDERR_FILENO);
       std::vector<char*> argv;
       for (auto& a : arguments) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -83,6 +84,7 @@ class server_process {
   }
 
   tcp::endpoint endpoint() const { return {asio::ip::address_v4::loopback(), port_}; }
+  pid_t pid() const { return pid_; }
 
   // Waits until the server has printed `text`.
   void wait_for_output(const std::string& text) {

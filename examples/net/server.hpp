@@ -74,7 +74,9 @@ inline coral::task<> until_set(coral::event& e) {
 }
 
 // Whether the client has sent bytes not read yet: a session that has them is not idle.
-inline bool arrived(tcp::socket& socket) {
+// (Socket: a stream socket of any protocol, TCP for the servers, a socket pair for a fuzz target.)
+template <class Socket>
+bool arrived(Socket& socket) {
   boost::system::error_code error;
   return socket.available(error) > 0;  // (an error shows in the read that follows)
 }
@@ -83,19 +85,21 @@ inline bool arrived(tcp::socket& socket) {
 // shutdown has taken no bytes from the client. (Not async_wait(wait_read): that one re-arms the
 // descriptor in epoll with a system call each time, where a receive after a read that emptied the
 // socket just waits.)
-inline coral::task<> readable(tcp::socket& socket) {
+template <class Socket>
+coral::task<> readable(Socket& socket) {
   char first;
-  co_await socket.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, coral::use_task);
+  co_await socket.async_receive(asio::buffer(&first, 1), Socket::message_peek, coral::use_task);
 }
 
 // Writes all of `buffers` (a task, so that it can be given a time-out).
-template <class Buffers>
-coral::task<> write_all(tcp::socket& socket, Buffers buffers) {
+template <class Socket, class Buffers>
+coral::task<> write_all(Socket& socket, Buffers buffers) {
   co_await asio::async_write(socket, buffers, coral::use_task);
 }
 
 // True when the client has sent something, false when the shutdown began.
-inline coral::task<bool> client_or_shutdown(tcp::socket& socket, coral::event& stopping) {
+template <class Socket>
+coral::task<bool> client_or_shutdown(Socket& socket, coral::event& stopping) {
   auto woke = co_await coral::when_any(readable(socket), until_set(stopping));
   co_return woke.index() == 0;
 }
@@ -104,7 +108,8 @@ inline coral::task<bool> client_or_shutdown(tcp::socket& socket, coral::event& s
 // client has sent something, false when the shutdown began; throws coral::timeout_error after
 // `limit`. (The time-out is around the race, not inside it: then it uses the session's own
 // deadline watch, which stays armed from one idle wait to the next.)
-inline coral::task<bool> wait_for_client(tcp::socket& socket, coral::event& stopping, std::chrono::milliseconds limit) {
+template <class Socket>
+coral::task<bool> wait_for_client(Socket& socket, coral::event& stopping, std::chrono::milliseconds limit) {
   if (arrived(socket)) co_return true;  // (skips the race, and a round trip through epoll)
   co_return co_await coral::with_timeout(limit, client_or_shutdown(socket, stopping));
 }
@@ -125,13 +130,24 @@ coral::task<> serve(tcp::acceptor& acceptor, asio::signal_set& signals, const op
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
   auto accept_loop = [&]() -> coral::task<> {
+    long failed = 0;  // accepts that failed for want of resources, since the last that did not
     for (;;) {
       auto [error, socket] = co_await acceptor.async_accept(asio::as_tuple(coral::use_task));
       if (error == asio::error::operation_aborted) throw boost::system::system_error(error);
       // Out of descriptors, the pending connection stays in the backlog and the next accept fails
-      // at once: wait for sessions to end instead of spinning.
-      if (out_of_resources(error)) co_await coral::sleep_for(100ms);
-      if (error) continue;  // (and a connection reset before it was accepted)
+      // at once: wait for sessions to end instead of spinning. Said once per burst.
+      if (out_of_resources(error)) {
+        if (failed++ == 0) {
+          std::fprintf(stderr, "accept: %s; retrying every 100 ms\n", error.message().c_str());
+        }
+        co_await coral::sleep_for(100ms);
+        continue;
+      }
+      if (failed > 0 && !error) {
+        std::fprintf(stderr, "accept: accepting again after %ld failed attempts\n", failed);
+        failed = 0;
+      }
+      if (error) continue;  // (a connection reset before it was accepted)
       sessions.spawn([&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
     }
   };

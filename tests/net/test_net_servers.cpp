@@ -6,6 +6,7 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <filesystem>
 #include <memory>
 #include <set>
 
@@ -243,6 +244,47 @@ void wait_for_stat(const tcp::endpoint& server, const std::string& name, long va
   }
 }
 
+// What the server sends until it closes the connection, once this client has said it sends no
+// more, and the error that ended it (eof: a graceful close).
+std::pair<std::string, boost::system::error_code> rest_until_close(http_connection& c) {
+  c.socket.shutdown(tcp::socket::shutdown_send);
+  std::string rest(static_cast<const char*>(c.buffer.data().data()), c.buffer.size());
+  c.buffer.consume(c.buffer.size());
+  boost::system::error_code error;
+  bool done = false;
+  asio::async_read(c.socket, asio::dynamic_buffer(rest), [&](boost::system::error_code e, std::size_t) {
+    error = e;
+    done = true;
+  });
+  run_until(done, "the server to close the connection");
+  return {rest, error};
+}
+
+// The next response is a refusal: `status`, "Connection: close", then nothing but a graceful close.
+void expect_refusal(http_connection& c, int status, const std::string& what) {
+  const auto res = c.receive();
+  BOOST_TEST(res.result_int() == status, what);
+  BOOST_TEST(res[http::field::connection] == "close", what);
+  BOOST_TEST(!res.keep_alive(), what);
+  const auto [rest, error] = rest_until_close(c);
+  BOOST_TEST(rest.empty(), what << ": after the refusal: " << rest);
+  BOOST_TEST((error == asio::error::eof), what << ": " << error.message());
+}
+
+// A response to HEAD: whatever its Content-Length says, no body follows.
+http::response<http::empty_body> head(http_connection& c, const std::string& target) {
+  c.send("HEAD " + target + " HTTP/1.1\r\nHost: test\r\n\r\n");
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true);
+  bool done = false;
+  http::async_read(c.socket, c.buffer, parser, [&](boost::system::error_code e, std::size_t) {
+    BOOST_REQUIRE_MESSAGE(!e, "reading a response to HEAD: " << e.message());
+    done = true;
+  });
+  run_until(done, "a response to HEAD");
+  return parser.release();
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(http_routes_keep_alive_and_pipelining) {
@@ -312,22 +354,161 @@ BOOST_AUTO_TEST_CASE(http_a_stream_to_an_http_1_0_client_is_not_chunked) {
   BOOST_TEST(server.interrupt() == 0);
 }
 
-BOOST_AUTO_TEST_CASE(http_a_head_response_has_no_body) {
-  // Its body would be read as the start of the next response on the connection.
+BOOST_AUTO_TEST_CASE(http_head_is_answered_as_get_without_the_body) {
   server_process server(arguments());
   http_connection c(server.endpoint());
-  c.send("HEAD / HTTP/1.1\r\nHost: test\r\n\r\n");
-  http::response_parser<http::empty_body> head;
-  head.skip(true);  // (a response to HEAD: whatever Content-Length says, no body follows)
-  bool done = false;
-  http::async_read(c.socket, c.buffer, head, [&](boost::system::error_code e, std::size_t) {
-    BOOST_REQUIRE_MESSAGE(!e, e.message());
-    done = true;
-  });
-  run_until(done, "the HEAD response");
-  const auto res = c.get("/");
+  const auto get = c.get("/");
+  auto res = head(c, "/");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res[http::field::content_length] == std::to_string(get.body().size()));
+  BOOST_TEST(res[http::field::content_type] == "text/plain");
+  BOOST_TEST(res.keep_alive());
+  res = head(c, "/stats");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res[http::field::content_type] == "application/json");
+  res = head(c, "/stream?n=2");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.chunked());
+  BOOST_TEST(res.keep_alive());
+  res = head(c, "/nowhere");
+  BOOST_TEST(res.result_int() == 404);
+  // A 405 names what is allowed (RFC 9110 15.5.6).
+  res = head(c, "/echo");
+  BOOST_TEST(res.result_int() == 405);
+  BOOST_TEST(res[http::field::allow] == "POST");
+  c.send(post("/", "x"));
+  const auto refused = c.receive();
+  BOOST_TEST(refused.result_int() == 405);
+  BOOST_TEST(refused[http::field::allow] == "GET, HEAD");
+  // Nothing of the HEAD responses' bodies came: the next response parses from its status line.
+  const auto next = c.get("/");
+  BOOST_TEST(next.result_int() == 200);
+  BOOST_TEST(next.body() == "hello from coral\n");
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_a_body_whose_length_cannot_be_known_is_refused) {
+  // RFC 9112 6.3: a Transfer-Encoding whose final coding is not chunked leaves the body's length
+  // unknown. Read as bodiless, its body would be parsed as the next request (request smuggling).
+  server_process server(arguments());
+  for (const std::string coding : {"gzip", "xchunked", "chunked, gzip"}) {
+    http_connection c(server.endpoint());
+    c.send("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: " + coding +
+           "\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: test\r\n\r\n");
+    expect_refusal(c, 400, coding);
+  }
+  {
+    // HTTP/1.0 has no transfer codings (RFC 9112 6.1).
+    http_connection c(server.endpoint());
+    c.send("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    expect_refusal(c, 400, "HTTP/1.0 with a transfer coding");
+  }
+  http_connection c(server.endpoint());
+  c.send("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  const auto res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello");
+  BOOST_TEST(res.keep_alive());
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_absolute_form_targets_are_served) {
+  // RFC 9112 3.2.2: a server accepts the absolute form (as a proxy's client sends it).
+  server_process server(arguments());
+  http_connection c(server.endpoint());
+  auto res = c.get("http://test/stats");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res[http::field::content_type] == "application/json");
+  res = c.get("http://test");
   BOOST_TEST(res.result_int() == 200);
   BOOST_TEST(res.body() == "hello from coral\n");
+  res = c.get("http://test/sleep?ms=5");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "slept 5 ms\n");
+  res = c.get("http://test/nowhere");
+  BOOST_TEST(res.result_int() == 404);
+  BOOST_TEST(res.body() == "no such page: /nowhere\n");
+  BOOST_TEST(res.keep_alive());
+  for (const std::string target : {"ftp://test/", "*", "test:80"}) {
+    http_connection refused(server.endpoint());
+    refused.send("GET " + target + " HTTP/1.1\r\nHost: test\r\n\r\n");
+    expect_refusal(refused, 400, target);
+  }
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_1_1_requests_need_exactly_one_host) {
+  // RFC 9112 3.2.
+  server_process server(arguments());
+  for (const std::string headers : {"", "Host: a\r\nHost: b\r\n"}) {
+    http_connection c(server.endpoint());
+    c.send("GET / HTTP/1.1\r\n" + headers + "\r\n");
+    expect_refusal(c, 400, headers.empty() ? "no Host" : "two Hosts");
+  }
+  http_connection old(server.endpoint());
+  old.send("GET / HTTP/1.0\r\n\r\n");  // HTTP/1.0 has no Host to send
+  const auto res = old.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.version() == 10);
+  BOOST_TEST(res.body() == "hello from coral\n");
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_expect_100_continue_is_answered_at_once) {
+  server_process server(arguments());
+  http_connection c(server.endpoint());
+  c.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  BOOST_TEST(read_exactly(c.socket, 25) == "HTTP/1.1 100 Continue\r\n\r\n");
+  c.send("hello");
+  const auto res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello");
+  BOOST_TEST(res.keep_alive());
+  // A request that will be refused anyway gets its final status without sending its body.
+  c.send("POST /nowhere HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  expect_refusal(c, 404, "a page that does not exist");
+  http_connection too_large(server.endpoint());
+  too_large.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n");
+  expect_refusal(too_large, 413, "a body over the limit");
+  http_connection unknown(server.endpoint());
+  unknown.send("GET / HTTP/1.1\r\nHost: test\r\nExpect: something-else\r\n\r\n");
+  expect_refusal(unknown, 417, "an expectation the server does not know");
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_a_refusal_reaches_a_client_still_sending) {
+  // Closing with the client's bytes unread would reset the connection, and lose the refusal.
+  server_process server(arguments());
+  const std::pair<std::string, int> cases[] = {
+      {"POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 4000000\r\n\r\n" + std::string(4'000'000, 'b'), 413},
+      {"GET / HTTP/1.1\r\nHost: test\r\nX-Long: " + std::string(20'000, 'h') + "\r\n\r\n", 431},
+  };
+  for (const auto& [raw, status] : cases) {
+    http_connection c(server.endpoint());
+    c.send(raw);  // all of it, before reading anything
+    expect_refusal(c, status, std::to_string(status));
+  }
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_empty_lines_before_a_request_are_ignored) {
+  // RFC 9112 2.2.
+  server_process server(arguments());
+  http_connection c(server.endpoint());
+  c.send("\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
+  auto res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello from coral\n");
+  c.send("GET /sleep?ms=1 HTTP/1.1\r\nHost: test\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
+  BOOST_TEST(c.receive().body() == "slept 1 ms\n");
+  res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello from coral\n");
+  c.send("\r\n");
+  c.send("\n");
+  res = c.get("/");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.keep_alive());
   BOOST_TEST(server.interrupt() == 0);
 }
 
@@ -362,7 +543,9 @@ BOOST_AUTO_TEST_CASE(http_graceful_shutdown_finishes_requests_in_flight) {
   server.signal(SIGTERM);
   BOOST_TEST((wait_for_close(idle.socket) == asio::error::eof));  // idle: ended at once
   const auto res = busy.receive();                                // in flight: answered
+  BOOST_TEST(res.result_int() == 200);
   BOOST_TEST(res.body() == "slept 1000 ms\n");
+  BOOST_TEST(!res.keep_alive());  // (no next request would be read)
   BOOST_TEST((wait_for_close(busy.socket) == asio::error::eof));
   BOOST_TEST(server.exit_status() == 0);
   BOOST_TEST(server.output().find("grace period over") == std::string::npos, server.output());
@@ -412,6 +595,37 @@ BOOST_AUTO_TEST_CASE(http_1000_concurrent_sleeps) {
   BOOST_TEST_MESSAGE(
       "1000 concurrent /sleep?ms=1000: " << std::chrono::duration<double>(clock_type::now() - start).count() << " s");
   BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(running_out_of_descriptors_is_said_once_per_burst) {
+  server_process server(arguments());
+  // The server may open two more descriptors: two sessions. (The limit bounds the descriptors'
+  // numbers, and a new one takes the lowest number free.)
+  std::set<int> taken;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(server.pid()) + "/fd")) {
+    taken.insert(std::stoi(entry.path().filename().string()));
+  }
+  int free_numbers = 0, limit_number = 0;
+  for (; free_numbers < 2; ++limit_number) free_numbers += taken.count(limit_number) == 0;
+  const rlimit limit{static_cast<rlim_t>(limit_number), static_cast<rlim_t>(limit_number)};
+  BOOST_REQUIRE(::prlimit(server.pid(), RLIMIT_NOFILE, &limit, nullptr) == 0);
+  http_connection first(server.endpoint()), second(server.endpoint());
+  BOOST_TEST(first.get("/").result_int() == 200);
+  BOOST_TEST(second.get("/").result_int() == 200);
+  http_connection third(server.endpoint());  // (in the backlog: the server cannot accept it)
+  server.wait_for_output("accept: ");
+  // A second of failed accepts, retried every 100 ms, then a descriptor is free again.
+  BOOST_TEST(first.get("/sleep?ms=1000").result_int() == 200);
+  first.socket.close();
+  BOOST_TEST(third.get("/").result_int() == 200);
+  server.wait_for_output("accepting again after ");
+  BOOST_TEST(server.interrupt() == 0);
+  const auto& said = server.output();
+  const auto burst = said.find("accept: Too many open files");
+  BOOST_REQUIRE_MESSAGE(burst != std::string::npos, said);
+  BOOST_TEST(said.find("accept: ", burst + 1) == said.find("accept: accepting again after "), said);  // once
+  const auto count = said.substr(said.find("accepting again after ") + 22);
+  BOOST_TEST(std::stol(count) >= 2, said);  // (every attempt counted)
 }
 
 // A supervisor that stops a server as soon as it has announced its port gets the graceful

@@ -1,0 +1,382 @@
+#pragma once
+
+// The HTTP/1.1 demo's connection: one coral task per connection, keep-alive and pipelining, a
+// fresh Beast parser per request (a reused one keeps the previous request's state, beast #2715).
+// http_server runs session() on each accepted TCP socket; the fuzz target runs the same function
+// on one end of a socket pair.
+//
+// Policies (RFC 9112 / 9110):
+// - A header over 8 KiB is answered 431, a body over 1 MiB 413, a malformed request 400, a request
+//   not complete within the request timeout (slowloris) 408. Also 400: an HTTP/1.1 request without
+//   exactly one Host, a Transfer-Encoding whose final coding is not chunked (or any in HTTP/1.0),
+//   a target that is neither origin-form (/path?query) nor absolute-form (http://host/path?query).
+//   An Expect other than 100-continue gets 417.
+// - Each refusal closes the connection gracefully: the send side first, then what the client still
+//   sends is read and dropped (at most 16 MiB, for at most the request timeout) before the close,
+//   so that a client still sending its request reads the refusal instead of a reset.
+// - Expect: 100-continue: "100 Continue" when the body will be read; the final status at once
+//   (and the connection closed) when the route will refuse the request anyway (404, 405).
+// - HEAD is answered as GET is, without the body. A 405 names the allowed methods.
+// - Empty lines before a request line are ignored.
+// - Reads and writes have time-outs (beast #2865): a client that stops reading its response is
+//   dropped after the request timeout too. Once a shutdown has begun, responses carry
+//   "Connection: close".
+
+#include <atomic>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <boost/url.hpp>
+#include <charconv>
+#include <optional>
+#include <string>
+
+#include "server.hpp"
+
+namespace net_demo::http_demo {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+namespace urls = boost::urls;
+
+using request = http::request<http::string_body>;
+using response = http::response<http::string_body>;
+using request_parser = http::request_parser<http::string_body>;
+
+inline constexpr std::size_t header_limit = 8 * 1024;
+inline constexpr std::size_t body_limit = 1024 * 1024;
+// What a refused client may still send before the connection closes (see refuse()).
+inline constexpr std::size_t linger_limit = 16 * 1024 * 1024;
+
+struct statistics {
+  std::atomic<long> open_connections{0};
+  std::atomic<long> requests_served{0};
+  std::atomic<long> tasks_alive{0};  // sessions and stream producers
+  std::atomic<long> requests_in_flight{0};
+};
+
+// Counts a task as alive for as long as it runs.
+struct alive {
+  std::atomic<long>& count;
+  explicit alive(std::atomic<long>& c) : count(c) { ++count; }
+  ~alive() { --count; }
+};
+
+struct server_context {
+  options o;
+  std::chrono::milliseconds request_timeout{10'000};
+  coral::event stopping;
+  statistics stats;
+};
+
+// What a request asks for, known from its header.
+enum class route { root, sleep, stream, echo, stats, not_found, method_not_allowed };
+
+template <class Socket, class Message>
+coral::task<> write_message(Socket& socket, Message& m) {
+  co_await http::async_write(socket, m, coral::use_task);
+}
+
+inline response text(const request& req, http::status status, std::string body, const char* type = "text/plain") {
+  response res{status, req.version()};
+  res.set(http::field::server, "coral");
+  res.set(http::field::content_type, type);
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+// An answer to a request that is not served: the connection closes after it.
+inline response refusal(http::status status, std::string body) {
+  response res{status, 11};
+  res.set(http::field::server, "coral");
+  res.set(http::field::content_type, "text/plain");
+  res.keep_alive(false);
+  res.body() = std::move(body) + "\n";
+  res.prepare_payload();
+  return res;
+}
+
+// The target's path and query: origin-form, or absolute-form with an http(s) scheme (RFC 9112
+// 3.2.2). Refers to the request's target.
+inline std::optional<urls::url_view> target_of(const request& req) {
+  const auto target = req.target();
+  if (target.starts_with('/')) {
+    auto origin = urls::parse_origin_form(target);
+    return origin ? std::optional<urls::url_view>(*origin) : std::nullopt;
+  }
+  auto absolute = urls::parse_absolute_uri(target);
+  if (!absolute || (absolute->scheme_id() != urls::scheme::http && absolute->scheme_id() != urls::scheme::https))
+    return std::nullopt;
+  return *absolute;
+}
+
+inline std::string path_of(const urls::url_view& target) {
+  std::string path = target.path();
+  return path.empty() ? "/" : path;  // (http://host is http://host/)
+}
+
+inline std::optional<long> query_number(const request& req, std::string_view name) {
+  const auto target = target_of(req);
+  if (!target) return std::nullopt;
+  auto it = target->params().find(name);
+  if (it == target->params().end() || !(*it).has_value) return std::nullopt;
+  const std::string value = (*it).value;
+  long n = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (error != std::errc() || end != value.data() + value.size() || n < 0) return std::nullopt;
+  return n;
+}
+
+inline route route_of(const request& req) {
+  const auto target = target_of(req);
+  const std::string path = target ? path_of(*target) : std::string();
+  const bool read_only = req.method() == http::verb::get || req.method() == http::verb::head;
+  auto only_if = [](bool allowed, route r) { return allowed ? r : route::method_not_allowed; };
+  if (path == "/") return only_if(read_only, route::root);
+  if (path == "/sleep") return only_if(read_only, route::sleep);
+  if (path == "/stream") return only_if(read_only, route::stream);
+  if (path == "/stats") return only_if(read_only, route::stats);
+  if (path == "/echo") return only_if(req.method() == http::verb::post, route::echo);
+  return route::not_found;
+}
+
+inline response not_served(const request& req, route r) {
+  if (r == route::not_found) {
+    const auto target = target_of(req);
+    return text(req, http::status::not_found, "no such page: " + (target ? path_of(*target) : "") + "\n");
+  }
+  auto res = text(req, http::status::method_not_allowed, "method not allowed\n");
+  const auto target = target_of(req);
+  res.set(http::field::allow, target && path_of(*target) == "/echo" ? "POST" : "GET, HEAD");
+  return res;
+}
+
+// The refusal a request's header earns on its own (framing, Host, target, Expect), if any.
+inline std::optional<response> check_header(const request_parser& parser) {
+  const request& req = parser.get();
+  // RFC 9112 6.3: the body's length cannot be known; 6.1: HTTP/1.0 has no transfer codings.
+  if (req.count(http::field::transfer_encoding) > 0 && (!parser.chunked() || req.version() < 11))
+    return refusal(http::status::bad_request, "unsupported transfer encoding");
+  // RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one before.
+  const auto hosts = req.count(http::field::host);
+  if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return refusal(http::status::bad_request, "bad Host");
+  if (!target_of(req)) return refusal(http::status::bad_request, "bad request target");
+  const auto expect = req[http::field::expect];
+  if (req.count(http::field::expect) > 0 && req.version() >= 11 && !beast::iequals(expect, "100-continue"))
+    return refusal(http::status::expectation_failed, "unsupported expectation");
+  return std::nullopt;
+}
+
+inline bool expects_continue(const request& req) {
+  return req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue");
+}
+
+// Consumes the empty lines a client may send before a request line (RFC 9112 2.2), reading until
+// something else has come.
+template <class Socket>
+coral::task<> skip_empty_lines(Socket& socket, beast::flat_buffer& buffer) {
+  for (;;) {
+    const auto* data = static_cast<const char*>(buffer.data().data());
+    std::size_t empty = 0;
+    while (empty < buffer.size() && (data[empty] == '\r' || data[empty] == '\n')) ++empty;
+    buffer.consume(empty);
+    if (buffer.size() > 0) co_return;
+    buffer.commit(co_await socket.async_read_some(buffer.prepare(512), coral::use_task));
+  }
+}
+
+// Reads the next request into `parser`: the refusal to send instead of an answer, if any.
+template <class Socket>
+coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat_buffer& buffer,
+                                                     request_parser& parser) {
+  co_await skip_empty_lines(socket, buffer);
+  co_await http::async_read_header(socket, buffer, parser, coral::use_task);
+  if (auto refused = check_header(parser)) co_return refused;
+  if (expects_continue(parser.get())) {
+    const route r = route_of(parser.get());
+    if (r == route::not_found || r == route::method_not_allowed) {
+      auto final_status = not_served(parser.get(), r);
+      final_status.keep_alive(false);  // (the body is not read)
+      co_return final_status;
+    }
+    static constexpr char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    co_await write_all(socket, asio::buffer(continue_line, sizeof continue_line - 1));
+  }
+  if (!parser.is_done()) co_await http::async_read(socket, buffer, parser, coral::use_task);
+  co_return std::nullopt;
+}
+
+// Reads and drops what the client sends until it ends, or `limit` bytes.
+template <class Socket>
+coral::task<> drain(Socket& socket, std::size_t limit) {
+  char scratch[16 * 1024];
+  for (std::size_t total = 0; total < limit;)
+    total += co_await socket.async_read_some(asio::buffer(scratch), coral::use_task);
+}
+
+// Sends a refusal and closes gracefully (lingering close): a close with the client's bytes unread
+// would reset the connection, and the client, still sending, might never read the refusal.
+template <class Socket>
+coral::task<> refuse(Socket& socket, response& res, const server_context& server) {
+  co_await coral::with_timeout(server.request_timeout, write_message(socket, res));
+  boost::system::error_code ignored;
+  socket.shutdown(Socket::shutdown_send, ignored);
+  try {
+    co_await coral::with_timeout(server.request_timeout, drain(socket, linger_limit));
+  } catch (const coral::timeout_error&) {
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
+    // the client's end of stream, or its reset
+  }
+}
+
+// GET /stream?n=N: N chunks, one every 100 ms, made by a producer task and handed over through a
+// channel. The producer and the writer are joined with when_all: if the client goes away the write
+// fails and when_all cancels the producer wherever it waits. An HTTP/1.0 client, which knows no
+// chunked encoding, gets the body as it comes, and the connection's end ends it. HEAD gets the
+// header alone. Returns whether the connection stays open.
+template <class Socket>
+coral::task<bool> stream(Socket& socket, const request& req, long n, server_context& server) {
+  const bool chunked = req.version() >= 11;
+  http::response<http::empty_body> res{http::status::ok, req.version()};
+  res.set(http::field::server, "coral");
+  res.set(http::field::content_type, "text/plain");
+  res.keep_alive(chunked && req.keep_alive() && !server.stopping.is_set());
+  res.chunked(chunked);
+  http::response_serializer<http::empty_body> serializer{res};
+  co_await coral::with_timeout(server.request_timeout, [&]() -> coral::task<> {
+    co_await http::async_write_header(socket, serializer, coral::use_task);
+  }());
+  if (req.method() == http::verb::head) co_return res.keep_alive();
+
+  coral::channel<std::string> chunks(1);
+  auto produce = [&]() -> coral::task<> {
+    alive counted(server.stats.tasks_alive);
+    for (long i = 0; i < n; ++i) {
+      co_await coral::sleep_for(100ms);
+      co_await chunks.send("chunk " + std::to_string(i) + "\n");
+    }
+    chunks.close();
+  };
+  auto write = [&]() -> coral::task<> {
+    while (auto chunk = co_await chunks.next()) {
+      if (chunked) {
+        co_await coral::with_timeout(server.request_timeout, write_all(socket, http::make_chunk(asio::buffer(*chunk))));
+      } else {
+        co_await coral::with_timeout(server.request_timeout, write_all(socket, asio::buffer(*chunk)));
+      }
+    }
+    if (chunked) co_await coral::with_timeout(server.request_timeout, write_all(socket, http::make_chunk_last()));
+  };
+  co_await coral::when_all(produce(), write());
+  co_return res.keep_alive();
+}
+
+// Answers one request; false if the connection must close afterwards.
+template <class Socket>
+coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
+  alive in_flight(server.stats.requests_in_flight);
+  std::optional<response> res;
+  switch (const route r = route_of(req)) {
+    case route::root:
+      res = text(req, http::status::ok, "hello from coral\n");
+      break;
+    case route::sleep:
+      if (const auto ms = query_number(req, "ms"); !ms || *ms > 60'000) {
+        res = text(req, http::status::bad_request, "/sleep?ms=N, N from 0 to 60000\n");
+      } else {
+        co_await coral::sleep_for(std::chrono::milliseconds(*ms));  // holds no thread
+        res = text(req, http::status::ok, "slept " + std::to_string(*ms) + " ms\n");
+      }
+      break;
+    case route::stream:
+      if (const auto n = query_number(req, "n"); !n || *n > 10'000) {
+        res = text(req, http::status::bad_request, "/stream?n=N, N from 0 to 10000\n");
+      } else {
+        const bool keep_alive = co_await stream(socket, req, *n, server);
+        ++server.stats.requests_served;
+        co_return keep_alive;
+      }
+      break;
+    case route::echo:
+      res = text(req, http::status::ok, std::move(req.body()), "application/octet-stream");
+      break;
+    case route::stats: {
+      json::object o;
+      o["open_connections"] = server.stats.open_connections.load();
+      o["requests_served"] = server.stats.requests_served.load() + 1;  // this one included
+      o["tasks_alive"] = server.stats.tasks_alive.load();
+      o["requests_in_flight"] = server.stats.requests_in_flight.load() - 1;  // this one excluded
+      res = text(req, http::status::ok, json::serialize(o) + "\n", "application/json");
+      break;
+    }
+    case route::not_found:
+    case route::method_not_allowed:
+      res = not_served(req, r);
+      break;
+  }
+  if (req.method() == http::verb::head) res->body().clear();  // (Content-Length stays: the GET's)
+  if (server.stopping.is_set()) res->keep_alive(false);       // no next request will be read
+  co_await coral::with_timeout(server.request_timeout, write_message(socket, *res));
+  ++server.stats.requests_served;
+  co_return res->keep_alive();
+}
+
+// Why a request could not be read: the refusal to send, if any (nothing for a client that left).
+inline std::optional<response> refusal_for(const boost::system::error_code& e) {
+  if (e == http::error::header_limit) return refusal(http::status::request_header_fields_too_large, "header too large");
+  if (e == http::error::body_limit) return refusal(http::status::payload_too_large, "body too large");
+  if (e.category() == boost::system::error_code(http::error::end_of_stream).category())
+    return refusal(http::status::bad_request, "bad request");
+  return std::nullopt;
+}
+
+// One connection, until the client leaves, a refusal, an idle timeout or the shutdown.
+template <class Socket>
+coral::task<> session(Socket socket, server_context& server) {
+  alive counted(server.stats.tasks_alive);
+  alive open(server.stats.open_connections);
+  beast::flat_buffer buffer;
+  try {
+    for (;;) {
+      // Idle between requests, unless a pipelined one is buffered already (server.hpp).
+      if (buffer.size() == 0 && !co_await wait_for_client(socket, server.stopping, server.o.idle_timeout)) break;
+      request_parser parser;
+      parser.header_limit(header_limit);
+      parser.body_limit(body_limit);
+      std::optional<response> refused;
+      try {
+        refused = co_await coral::with_timeout(server.request_timeout, receive_request(socket, buffer, parser));
+      } catch (const coral::timeout_error&) {
+        refused = refusal(http::status::request_timeout, "request timeout");
+      } catch (const boost::system::system_error& e) {
+        if (e.code() == asio::error::operation_aborted || e.code() == http::error::end_of_stream) throw;
+        refused = refusal_for(e.code());
+        if (!refused) throw;
+      }
+      if (refused) {
+        co_await refuse(socket, *refused, server);
+        co_return;
+      }
+      request req = parser.release();
+      if (!co_await answer(socket, req, server)) break;
+      // A shutdown began meanwhile: the request in flight is answered, no new one is started
+      // (a busy keep-alive client might never leave the idle wait's path).
+      if (server.stopping.is_set()) break;
+    }
+    boost::system::error_code ignored;
+    socket.shutdown(Socket::shutdown_send, ignored);
+  } catch (const coral::timeout_error&) {
+    // idle for too long, or a response the client does not read: close
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
+    // the client went away (end of stream, reset): only this session is affected
+  }
+}
+
+}  // namespace net_demo::http_demo
