@@ -1,13 +1,18 @@
 // Line-based chat: every line a client sends goes to every client in the room, the sender too.
-//   chat_server [--port 55555] [--threads 1] [--grace-ms 5000] [--outbox 64]
+//   chat_server [--port 55555] [--threads 1] [--grace-ms 5000] [--backlog-bytes 1048576]
+//               [--write-timeout-ms 10000]
 // Try it: `nc localhost 55555` in two terminals.
 //
 // Per session, a reader task and a writer task joined by the session's outbox, a
-// coral::channel<std::string>: the room puts lines in, the writer waits on the channel for them.
-// A slow client is never waited for: the room only ever try_send()s; when a client's outbox is
-// full (--outbox lines it has not taken), it is disconnected. A line of more than 4 KiB (its
-// newline included) closes the session that sent it.
+// coral::channel<std::string> without bound whose bytes are counted: the room puts lines in, the
+// writer takes what has come (up to 64 KiB at a time) and writes it. The room never waits for a
+// client, and a client that reads is never dropped, whatever the burst: the lines wait in its
+// backlog. A client that does not read is dropped, and the server says so, when its backlog (the
+// bytes queued for it and being written) would pass --backlog-bytes, or when its socket has
+// accepted nothing for --write-timeout-ms. A line of more than 4 KiB (its newline included)
+// closes the session that sent it.
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 #include <memory>
@@ -21,11 +26,38 @@
 using namespace net_demo;
 
 constexpr std::size_t max_line = 4096;
+constexpr std::size_t write_batch = 64 * 1024;
+
+struct chat_options {
+  std::size_t backlog_limit = 1024 * 1024;
+  std::chrono::milliseconds write_timeout = 10s;
+};
 
 struct participant {
-  explicit participant(std::size_t outbox_size) : outbox(outbox_size) {}
-  coral::channel<std::string> outbox;
-  coral::event kicked;  // the outbox overflowed
+  explicit participant(std::size_t limit) : backlog_limit(limit) {}
+
+  // The room's delivery: the line joins the backlog, unless the backlog would pass its limit (then
+  // the client is dropped). Never waits.
+  void offer(const std::string& line) {
+    if (backlog.fetch_add(line.size(), std::memory_order_relaxed) + line.size() > backlog_limit) {
+      backlog.fetch_sub(line.size(), std::memory_order_relaxed);
+      drop("its backlog would pass " + std::to_string(backlog_limit) + " bytes");
+      return;
+    }
+    outbox.try_send(std::string(line));  // (fails only once the session has ended)
+  }
+  void drop(const std::string& why) {
+    if (dropped.exchange(true)) return;
+    std::printf("dropped a client that does not read: %s\n", why.c_str());
+    std::fflush(stdout);
+    kicked.set();
+  }
+
+  coral::channel<std::string> outbox{coral::unlimited};
+  std::atomic<std::size_t> backlog{0};  // bytes in the outbox and in the writer's hands
+  const std::size_t backlog_limit;
+  std::atomic<bool> dropped{false};
+  coral::event kicked;
 };
 
 class room {
@@ -46,9 +78,7 @@ class room {
       std::lock_guard lock(mutex_);
       everyone.assign(participants_.begin(), participants_.end());
     }
-    for (const auto& p : everyone) {
-      if (!p->outbox.try_send(std::string(line))) p->kicked.set();
-    }
+    for (const auto& p : everyone) p->offer(line);
   }
 
  private:
@@ -70,20 +100,39 @@ coral::task<> reader(tcp::socket& socket, room& r, coral::event& stopping) {
   }
 }
 
-coral::task<> writer(tcp::socket& socket, coral::channel<std::string>& outbox) {
+coral::task<std::size_t> write_some(tcp::socket& socket, asio::const_buffer data) {
+  co_return co_await socket.async_write_some(data, coral::use_task);
+}
+
+coral::task<> writer(tcp::socket& socket, participant& me, std::chrono::milliseconds write_timeout) {
   for (;;) {
-    std::string line = co_await outbox.receive();
-    co_await asio::async_write(socket, asio::buffer(line), coral::use_task);
+    std::string batch = co_await me.outbox.receive();
+    while (batch.size() < write_batch) {
+      auto more = me.outbox.try_receive();
+      if (!more) break;
+      batch += *more;
+    }
+    // Each write that the socket accepts something of starts the clock again: a client that reads,
+    // however slowly, is not dropped for it.
+    for (std::size_t written = 0; written < batch.size();) {
+      try {
+        written += co_await coral::with_timeout(write_timeout, write_some(socket, asio::buffer(batch) + written));
+      } catch (const coral::timeout_error&) {
+        me.drop("its socket accepted nothing for " + std::to_string(write_timeout.count()) + " ms");
+        co_return;  // (the kick ends the session)
+      }
+    }
+    me.backlog.fetch_sub(batch.size(), std::memory_order_relaxed);
   }
 }
 
 // The first of reader, writer and the kick to end ends the session; when_any cancels and awaits
 // the others, so the socket outlives every operation on it.
-coral::task<> session(tcp::socket socket, room& r, coral::event& stopping, std::size_t outbox) {
-  auto me = std::make_shared<participant>(outbox);
+coral::task<> session(tcp::socket socket, room& r, coral::event& stopping, const chat_options& o) {
+  auto me = std::make_shared<participant>(o.backlog_limit);
   r.join(me);
   try {
-    co_await coral::when_any(reader(socket, r, stopping), writer(socket, me->outbox), until_set(me->kicked));
+    co_await coral::when_any(reader(socket, r, stopping), writer(socket, *me, o.write_timeout), until_set(me->kicked));
   } catch (const boost::system::system_error& e) {
     r.leave(me);
     if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
@@ -93,22 +142,25 @@ coral::task<> session(tcp::socket socket, room& r, coral::event& stopping, std::
 }
 
 int main(int argc, char* argv[]) {
-  // --outbox is chat_server's own option: taken out before the common ones are parsed.
-  std::size_t outbox = 64;
+  // chat_server's own options are taken out before the common ones are parsed.
+  chat_options chat;
   std::vector<char*> common{argv[0]};
   for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--outbox" && i + 1 < argc) {
-      outbox = std::max<std::size_t>(1, std::strtoul(argv[++i], nullptr, 10));
+    const std::string_view name = argv[i];
+    if (name == "--backlog-bytes" && i + 1 < argc) {
+      chat.backlog_limit = std::max<std::size_t>(max_line, std::strtoull(argv[++i], nullptr, 10));
+    } else if (name == "--write-timeout-ms" && i + 1 < argc) {
+      chat.write_timeout = std::chrono::milliseconds(std::max(1ul, std::strtoul(argv[++i], nullptr, 10)));
     } else {
       common.push_back(argv[i]);
     }
   }
   const options o = parse_options(static_cast<int>(common.size()), common.data(),
-                                  "[--port N] [--threads N] [--grace-ms N] [--outbox N]");
+                                  "[--port N] [--threads N] [--grace-ms N] [--backlog-bytes N] [--write-timeout-ms N]");
   coral::event stopping;
   room r;
   return run(o, [&](tcp::acceptor& acceptor, asio::signal_set& signals) {
     return serve(acceptor, signals, o, stopping,
-                 [&](tcp::socket socket) { return session(std::move(socket), r, stopping, outbox); });
+                 [&](tcp::socket socket) { return session(std::move(socket), r, stopping, chat); });
   });
 }

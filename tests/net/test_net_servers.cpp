@@ -163,32 +163,121 @@ BOOST_AUTO_TEST_CASE(chat_lines_that_arrive_together_are_all_delivered) {
   BOOST_TEST(server.interrupt() == 0);
 }
 
-BOOST_AUTO_TEST_CASE(chat_a_slow_client_is_disconnected_and_never_blocks_the_room) {
-  server_process server(arguments({"--outbox", "64"}));
-  // The slow client's small receive buffer fills after a few lines; the fast client reads all the
-  // time, so its outbox of 64 lines never fills.
-  auto slow = connect_to(server.endpoint(), 4096);
+namespace {
+
+// A slow client and a fast one in the room; the fast one sends `batches` batches of 16 lines of
+// 4 KB, each read back before the next is sent (however late this process reads on a loaded
+// machine, the fast client's backlog never holds more than one batch). The slow client, whose
+// receive buffer is small, reads nothing after joining.
+void flood_past_a_slow_client(tcp::socket& slow, tcp::socket& fast, int batches) {
   std::string slow_in, fast_in;
   write_all(slow, "slow\n");
   read_until_line(slow, slow_in, "slow\n");  // in the room; it reads nothing more
-  auto fast = connect_to(server.endpoint());
   write_all(fast, "fast\n");
   read_until_line(fast, fast_in, "fast\n");
-  // More than the socket buffers between the server and the slow client hold: its outbox fills.
-  // In batches of 16 lines, each read back before the next is sent: however late this process
-  // reads (a loaded machine), the fast client's outbox never holds more than one batch.
   const std::string line = std::string(4000, 'y') + "\n";
   std::string batch;
   for (int i = 0; i < 16; ++i) batch += line;
-  for (int i = 0; i < 125; ++i) {
+  for (int i = 0; i < batches; ++i) {
     const auto echoed = write_while_reading(fast, batch, fast, batch.size());
     BOOST_TEST_REQUIRE((echoed == batch));
   }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(chat_a_client_whose_backlog_passes_the_cap_is_dropped_and_never_blocks_the_room) {
+  server_process server(arguments({"--backlog-bytes", "262144"}));
+  auto slow = connect_to(server.endpoint(), 4096);
+  auto fast = connect_to(server.endpoint());
+  flood_past_a_slow_client(slow, fast, 125);  // 8 MB: far more than the socket buffers
+  server.wait_for_output("dropped a client that does not read: its backlog would pass 262144 bytes");
   const auto closed = wait_for_close(slow);  // (after what it had been sent)
   BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  std::string fast_in;
   write_all(fast, "after\n");
   BOOST_TEST(read_line(fast, fast_in) == "after\n");
   BOOST_TEST(server.interrupt() == 0);
+  BOOST_TEST(
+      server.output().find("dropped a client", server.output().find("dropped a client") + 1) == std::string::npos,
+      server.output());  // the fast client never was
+}
+
+BOOST_AUTO_TEST_CASE(chat_a_client_whose_socket_accepts_nothing_is_dropped_after_the_write_timeout) {
+  // A backlog cap it never reaches: the write timeout drops it.
+  server_process server(arguments({"--backlog-bytes", "100000000", "--write-timeout-ms", "300"}));
+  auto slow = connect_to(server.endpoint(), 4096);
+  auto fast = connect_to(server.endpoint());
+  flood_past_a_slow_client(slow, fast, 125);  // 8 MB: far more than the socket buffers
+  server.wait_for_output("dropped a client that does not read: its socket accepted nothing for 300 ms");
+  const auto closed = wait_for_close(slow);
+  BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  std::string fast_in;
+  write_all(fast, "after\n");
+  BOOST_TEST(read_line(fast, fast_in) == "after\n");
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(chat_a_burst_from_every_client_drops_no_one_who_reads) {
+  // 70 clients send a line at the same moment: the room delivers 4,900 lines faster than the
+  // writers are scheduled. Every client gets every line.
+  server_process server(arguments());
+  constexpr int n = 70;
+  std::vector<tcp::socket> clients;
+  std::vector<std::string> buffered(n);
+  for (int i = 0; i < n; ++i) {
+    clients.push_back(connect_to(server.endpoint()));
+    const auto hello = "hello from " + std::to_string(i) + "\n";
+    write_all(clients[i], hello);
+    read_until_line(clients[i], buffered[i], hello);  // in the room
+  }
+  std::vector<std::string> lines(n);
+  int pending = n;
+  bool sent = false;
+  for (int i = 0; i < n; ++i) {
+    lines[i] = "burst " + std::to_string(i) + "\n";
+    asio::async_write(clients[i], asio::buffer(lines[i]), [&](boost::system::error_code e, std::size_t) {
+      BOOST_REQUIRE_MESSAGE(!e, e.message());
+      sent = --pending == 0;
+    });
+  }
+  run_until(sent, "every burst line sent");
+  for (int i = 0; i < n; ++i) {
+    std::set<std::string> got;
+    while (got.size() < n) {
+      const auto line = read_line(clients[i], buffered[i]);
+      if (line.starts_with("burst ")) BOOST_REQUIRE_MESSAGE(got.insert(line).second, "twice: " << line);
+    }
+  }
+  BOOST_TEST(server.interrupt() == 0);
+  BOOST_TEST(server.output().find("dropped") == std::string::npos, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(chat_300_lines_in_one_write_reach_every_reader_in_order) {
+  server_process server(arguments());
+  constexpr int listeners = 5;
+  std::vector<tcp::socket> clients;
+  std::vector<std::string> buffered(listeners + 1);
+  for (int i = 0; i <= listeners; ++i) {
+    clients.push_back(connect_to(server.endpoint()));
+    const auto hello = "hello from " + std::to_string(i) + "\n";
+    write_all(clients[i], hello);
+    read_until_line(clients[i], buffered[i], hello);
+  }
+  std::string burst;
+  for (int k = 0; k < 300; ++k) burst += "line " + std::to_string(k) + "\n";
+  write_all(clients[0], burst);
+  for (int i = 1; i <= listeners; ++i) {
+    int next = 0;
+    while (next < 300) {
+      const auto line = read_line(clients[i], buffered[i]);
+      if (!line.starts_with("line ")) continue;  // (another client's hello)
+      BOOST_TEST_REQUIRE(line == "line " + std::to_string(next) + "\n");
+      ++next;
+    }
+  }
+  BOOST_TEST(server.interrupt() == 0);
+  BOOST_TEST(server.output().find("dropped") == std::string::npos, server.output());
 }
 
 // HTTP: requests written by hand (as a client may write them), responses parsed by Beast.
