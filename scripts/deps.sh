@@ -14,6 +14,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   command -v clang++-19 >/dev/null || missing+=(clang-19)
   command -v clang++-14 >/dev/null || missing+=(clang-14)
   command -v pkg-config >/dev/null || missing+=(pkg-config)
+  # And fuzz the HTTP demo's request path for a minute (clang 19's libFuzzer).
+  dpkg -s libfuzzer-19-dev >/dev/null 2>&1 || missing+=(libfuzzer-19-dev)
 fi
 # Boost.Context, for the Boost.Coroutine2 side of bench_generator only (coral does not use it).
 if [[ "${1:-}" == "--bench" ]]; then

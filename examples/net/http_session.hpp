@@ -11,9 +11,10 @@
 //   exactly one Host, a Transfer-Encoding whose final coding is not chunked (or any in HTTP/1.0),
 //   a target that is neither origin-form (/path?query) nor absolute-form (http://host/path?query).
 //   An Expect other than 100-continue gets 417.
-// - Each refusal closes the connection gracefully: the send side first, then what the client still
-//   sends is read and dropped (at most 16 MiB, for at most the request timeout) before the close,
-//   so that a client still sending its request reads the refusal instead of a reset.
+// - Each refusal closes the connection gracefully, and so does any close with requests still
+//   unread: the send side first, then what the client still sends is read and dropped (at most
+//   16 MiB, for at most the request timeout) before the close, so that a client still sending
+//   reads the last response instead of a reset.
 // - Expect: 100-continue: "100 Continue" when the body will be read; the final status at once
 //   (and the connection closed) when the route will refuse the request anyway (404, 405).
 // - HEAD is answered as GET is, without the body. A 405 names the allowed methods.
@@ -30,6 +31,7 @@
 #include <boost/json.hpp>
 #include <boost/url.hpp>
 #include <charconv>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -68,6 +70,11 @@ struct alive {
 struct server_context {
   options o;
   std::chrono::milliseconds request_timeout{10'000};
+  // /sleep's longest sleep and /stream's time between chunks (shorter for the fuzz target).
+  std::chrono::milliseconds longest_sleep{60'000};
+  std::chrono::milliseconds stream_interval{100};
+  // For tests and the fuzz target: sees each request the session is about to answer.
+  std::function<void(const request&)> on_request;
   coral::event stopping;
   statistics stats;
 };
@@ -102,17 +109,27 @@ inline response refusal(http::status status, std::string body) {
 }
 
 // The target's path and query: origin-form, or absolute-form with an http(s) scheme (RFC 9112
-// 3.2.2). Refers to the request's target.
+// 3.2.2), whose authority is skipped (Boost.URL 1.81's absolute-URI parser asserts on some
+// malformed input, so the scheme and authority are taken apart here). Refers to the request's
+// target.
 inline std::optional<urls::url_view> target_of(const request& req) {
-  const auto target = req.target();
-  if (target.starts_with('/')) {
-    auto origin = urls::parse_origin_form(target);
-    return origin ? std::optional<urls::url_view>(*origin) : std::nullopt;
+  std::string_view target = req.target();
+  if (!target.starts_with('/')) {
+    std::size_t scheme = 0;
+    for (std::string_view prefix : {"http://", "https://"}) {
+      if (target.size() >= prefix.size() && beast::iequals(target.substr(0, prefix.size()), prefix)) {
+        scheme = prefix.size();
+      }
+    }
+    if (scheme == 0) return std::nullopt;
+    target.remove_prefix(std::min(target.find_first_of("/?", scheme), target.size()));
+    if (!target.starts_with('/')) {  // (an empty path, and perhaps a query)
+      auto relative = urls::parse_relative_ref(target);
+      return relative ? std::optional<urls::url_view>(*relative) : std::nullopt;
+    }
   }
-  auto absolute = urls::parse_absolute_uri(target);
-  if (!absolute || (absolute->scheme_id() != urls::scheme::http && absolute->scheme_id() != urls::scheme::https))
-    return std::nullopt;
-  return *absolute;
+  auto origin = urls::parse_origin_form(target);
+  return origin ? std::optional<urls::url_view>(*origin) : std::nullopt;
 }
 
 inline std::string path_of(const urls::url_view& target) {
@@ -219,13 +236,10 @@ coral::task<> drain(Socket& socket, std::size_t limit) {
     total += co_await socket.async_read_some(asio::buffer(scratch), coral::use_task);
 }
 
-// Sends a refusal and closes gracefully (lingering close): a close with the client's bytes unread
-// would reset the connection, and the client, still sending, might never read the refusal.
+// After the send side's shutdown: reads and drops what the client still sends, until it closes
+// its side, for at most the request timeout and linger_limit bytes.
 template <class Socket>
-coral::task<> refuse(Socket& socket, response& res, const server_context& server) {
-  co_await coral::with_timeout(server.request_timeout, write_message(socket, res));
-  boost::system::error_code ignored;
-  socket.shutdown(Socket::shutdown_send, ignored);
+coral::task<> linger(Socket& socket, const server_context& server) {
   try {
     co_await coral::with_timeout(server.request_timeout, drain(socket, linger_limit));
   } catch (const coral::timeout_error&) {
@@ -235,7 +249,17 @@ coral::task<> refuse(Socket& socket, response& res, const server_context& server
   }
 }
 
-// GET /stream?n=N: N chunks, one every 100 ms, made by a producer task and handed over through a
+// Sends a refusal and closes gracefully (lingering close): a close with the client's bytes unread
+// would reset the connection, and the client, still sending, might never read the refusal.
+template <class Socket>
+coral::task<> refuse(Socket& socket, response& res, const server_context& server) {
+  co_await coral::with_timeout(server.request_timeout, write_message(socket, res));
+  boost::system::error_code ignored;
+  socket.shutdown(Socket::shutdown_send, ignored);
+  co_await linger(socket, server);
+}
+
+// GET /stream?n=N: N chunks, one every stream_interval (100 ms), made by a producer task and handed over through a
 // channel. The producer and the writer are joined with when_all: if the client goes away the write
 // fails and when_all cancels the producer wherever it waits. An HTTP/1.0 client, which knows no
 // chunked encoding, gets the body as it comes, and the connection's end ends it. HEAD gets the
@@ -258,7 +282,7 @@ coral::task<bool> stream(Socket& socket, const request& req, long n, server_cont
   auto produce = [&]() -> coral::task<> {
     alive counted(server.stats.tasks_alive);
     for (long i = 0; i < n; ++i) {
-      co_await coral::sleep_for(100ms);
+      co_await coral::sleep_for(server.stream_interval);
       co_await chunks.send("chunk " + std::to_string(i) + "\n");
     }
     chunks.close();
@@ -287,8 +311,9 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
       res = text(req, http::status::ok, "hello from coral\n");
       break;
     case route::sleep:
-      if (const auto ms = query_number(req, "ms"); !ms || *ms > 60'000) {
-        res = text(req, http::status::bad_request, "/sleep?ms=N, N from 0 to 60000\n");
+      if (const auto ms = query_number(req, "ms"); !ms || *ms > server.longest_sleep.count()) {
+        res = text(req, http::status::bad_request,
+                   "/sleep?ms=N, N from 0 to " + std::to_string(server.longest_sleep.count()) + "\n");
       } else {
         co_await coral::sleep_for(std::chrono::milliseconds(*ms));  // holds no thread
         res = text(req, http::status::ok, "slept " + std::to_string(*ms) + " ms\n");
@@ -364,6 +389,7 @@ coral::task<> session(Socket socket, server_context& server) {
         co_return;
       }
       request req = parser.release();
+      if (server.on_request) server.on_request(req);
       if (!co_await answer(socket, req, server)) break;
       // A shutdown began meanwhile: the request in flight is answered, no new one is started
       // (a busy keep-alive client might never leave the idle wait's path).
@@ -371,6 +397,9 @@ coral::task<> session(Socket socket, server_context& server) {
     }
     boost::system::error_code ignored;
     socket.shutdown(Socket::shutdown_send, ignored);
+    // Requests the client sent after the last one answered: as after a refusal, the close must not
+    // reset the connection before the client has read the last response.
+    if (buffer.size() > 0 || arrived(socket)) co_await linger(socket, server);
   } catch (const coral::timeout_error&) {
     // idle for too long, or a response the client does not read: close
   } catch (const boost::system::system_error& e) {
