@@ -2,12 +2,15 @@
 //   http_server [--port 55555] [--threads 1] [--idle-timeout-ms 30000] [--grace-ms 5000]
 //               [--request-timeout-ms 10000]
 // Try it: curl localhost:55555/  /sleep?ms=500  /stream?n=5  /stats  -d hi localhost:55555/echo
-#include <boost/json/src.hpp>  // (Boost.JSON and Boost.URL compiled in: one translation unit uses them)
-#include <boost/url/src.hpp>
 #include <string_view>
 #include <vector>
 
 #include "http_session.hpp"
+
+// Boost.JSON and Boost.URL compiled in (one translation unit uses them). After Beast: Boost.URL
+// 1.81 under a newer Boost.Core (docs/platforms.md, the overlay) needs what Beast includes first.
+#include <boost/json/src.hpp>
+#include <boost/url/src.hpp>
 
 using namespace net_demo;
 using namespace net_demo::http_demo;

@@ -12,8 +12,6 @@
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read.hpp>
-#include <boost/json/src.hpp>  // (Boost.JSON and Boost.URL compiled in, as in http_server)
-#include <boost/url/src.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +20,10 @@
 #include <vector>
 
 #include "../../examples/net/http_session.hpp"
+
+// Compiled in as in http_server, after Beast (see there).
+#include <boost/json/src.hpp>
+#include <boost/url/src.hpp>
 
 namespace {
 
