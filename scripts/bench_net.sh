@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 duration=${DURATION:-10}
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DCORAL_BUILD_BENCH=ON -DCORAL_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DCORAL_BUILD_BENCH=ON -DCORAL_BUILD_TESTS=OFF \
+  -DCORAL_BUILD_EXAMPLES=ON >/dev/null
 cmake --build build/release -j2 --target echo_server http_server asio_echo_server beast_http_server echo_load
 bin=build/release
 ulimit -n "$(ulimit -Hn)"

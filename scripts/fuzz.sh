@@ -3,14 +3,15 @@
 # seconds, one job, starting from its committed seed corpus:
 #   channel  the channel and select machinery (tests/fuzz/fuzz_channel.cpp)
 #   http     the HTTP demo's request path (tests/fuzz/fuzz_http.cpp)
-#   scripts/fuzz.sh [channel|http] [seconds] [extra libFuzzer arguments...]
+#   lines    the echo and chat demos' line protocols (tests/fuzz/fuzz_lines.cpp)
+#   scripts/fuzz.sh [channel|http|lines] [seconds] [extra libFuzzer arguments...]
 #   scripts/fuzz.sh channel 0 crash-<hash>   # replays one input (prints the program it decodes to)
 # New inputs go to build/fuzz/corpus_<target> (the committed seeds stay as they are); crashes to
 # build/fuzz/artifacts/. (A first argument that is a number means channel, as before.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=channel
-if [[ "${1:-}" == channel || "${1:-}" == http ]]; then
+if [[ "${1:-}" == channel || "${1:-}" == http || "${1:-}" == lines ]]; then
   target=$1
   shift
 fi
@@ -28,7 +29,7 @@ if [ "$seconds" = 0 ]; then
   exec $build/tests/fuzz/fuzz_$target "$@"
 fi
 max_len=512
-[ $target = http ] && max_len=4096
+[ $target = channel ] || max_len=4096
 exec nice -n 19 $build/tests/fuzz/fuzz_$target -max_total_time="$seconds" -max_len=$max_len \
   -timeout=30 -print_final_stats=1 -artifact_prefix=$build/artifacts/ "$@" \
   $build/corpus_$target tests/fuzz/corpus_$target

@@ -2,7 +2,8 @@
 # Builds and runs every test: all of them under AddressSanitizer + UndefinedBehaviorSanitizer,
 # and the cross-thread ones again under ThreadSanitizer (g++); then everything again with clang 19
 # (Release, warnings as errors), the library with the generator and task tests with clang 14, and
-# a minute of fuzzing of the HTTP demo's request path (clang 19, libFuzzer, ASan + UBSan).
+# a minute of fuzzing of the HTTP demo's request path and half a minute of the echo and chat
+# demos' sessions (clang 19, libFuzzer, ASan + UBSan).
 # docs/platforms.md says what else was checked by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,8 @@ cmake -S . -B build/clang14 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clan
 cmake --build build/clang14 -j$jobs --target coral test_generator test_task compile_own_asio_namespace
 (cd build/clang14 && ctest --output-on-failure -j$jobs -R '^(test_generator|test_task|compile_.*|link_fail_.*)$')
 
-# The HTTP demo's request path under libFuzzer for a minute, from its seed corpus (which every
-# build above also replays, as fuzz_http_corpus). A finding fails CI with the input that found it.
+# The HTTP demo's request path under libFuzzer for a minute, and the echo and chat sessions for
+# half a minute, from their seed corpora (which every build above also replays, as
+# fuzz_http_corpus and fuzz_lines_corpus). A finding fails CI with the input that found it.
 CORAL_JOBS=$jobs bash scripts/fuzz.sh http 60
+CORAL_JOBS=$jobs bash scripts/fuzz.sh lines 30
