@@ -137,8 +137,7 @@ inline std::string path_of(const urls::url_view& target) {
   return path.empty() ? "/" : path;  // (http://host is http://host/)
 }
 
-inline std::optional<long> query_number(const request& req, std::string_view name) {
-  const auto target = target_of(req);
+inline std::optional<long> query_number(const std::optional<urls::url_view>& target, std::string_view name) {
   if (!target) return std::nullopt;
   auto it = target->params().find(name);
   if (it == target->params().end() || !(*it).has_value) return std::nullopt;
@@ -149,8 +148,8 @@ inline std::optional<long> query_number(const request& req, std::string_view nam
   return n;
 }
 
-inline route route_of(const request& req) {
-  const auto target = target_of(req);
+// (`target`: target_of(req), taken apart once per request.)
+inline route route_of(const request& req, const std::optional<urls::url_view>& target) {
   const std::string path = target ? path_of(*target) : std::string();
   const bool read_only = req.method() == http::verb::get || req.method() == http::verb::head;
   auto only_if = [](bool allowed, route r) { return allowed ? r : route::method_not_allowed; };
@@ -162,13 +161,11 @@ inline route route_of(const request& req) {
   return route::not_found;
 }
 
-inline response not_served(const request& req, route r) {
+inline response not_served(const request& req, route r, const std::optional<urls::url_view>& target) {
   if (r == route::not_found) {
-    const auto target = target_of(req);
     return text(req, http::status::not_found, "no such page: " + (target ? path_of(*target) : "") + "\n");
   }
   auto res = text(req, http::status::method_not_allowed, "method not allowed\n");
-  const auto target = target_of(req);
   res.set(http::field::allow, target && path_of(*target) == "/echo" ? "POST" : "GET, HEAD");
   return res;
 }
@@ -193,31 +190,29 @@ inline bool expects_continue(const request& req) {
   return req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue");
 }
 
-// Consumes the empty lines a client may send before a request line (RFC 9112 2.2), reading until
-// something else has come.
-template <class Socket>
-coral::task<> skip_empty_lines(Socket& socket, beast::flat_buffer& buffer) {
-  for (;;) {
-    const auto* data = static_cast<const char*>(buffer.data().data());
-    std::size_t empty = 0;
-    while (empty < buffer.size() && (data[empty] == '\r' || data[empty] == '\n')) ++empty;
-    buffer.consume(empty);
-    if (buffer.size() > 0) co_return;
-    buffer.commit(co_await socket.async_read_some(buffer.prepare(512), coral::use_task));
-  }
+// Drops the empty lines a client may send before a request line (RFC 9112 2.2) from the front of
+// `buffer`; true if something else follows them.
+inline bool skip_empty_lines(beast::flat_buffer& buffer) {
+  const auto* data = static_cast<const char*>(buffer.data().data());
+  std::size_t empty = 0;
+  while (empty < buffer.size() && (data[empty] == '\r' || data[empty] == '\n')) ++empty;
+  buffer.consume(empty);
+  return buffer.size() > 0;
 }
 
 // Reads the next request into `parser`: the refusal to send instead of an answer, if any.
 template <class Socket>
 coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat_buffer& buffer,
                                                      request_parser& parser) {
-  co_await skip_empty_lines(socket, buffer);
+  while (!skip_empty_lines(buffer))
+    buffer.commit(co_await socket.async_read_some(buffer.prepare(512), coral::use_task));
   co_await http::async_read_header(socket, buffer, parser, coral::use_task);
   if (auto refused = check_header(parser)) co_return refused;
   if (expects_continue(parser.get())) {
-    const route r = route_of(parser.get());
+    const auto target = target_of(parser.get());
+    const route r = route_of(parser.get(), target);
     if (r == route::not_found || r == route::method_not_allowed) {
-      auto final_status = not_served(parser.get(), r);
+      auto final_status = not_served(parser.get(), r, target);
       final_status.keep_alive(false);  // (the body is not read)
       co_return final_status;
     }
@@ -306,12 +301,13 @@ template <class Socket>
 coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
   alive in_flight(server.stats.requests_in_flight);
   std::optional<response> res;
-  switch (const route r = route_of(req)) {
+  const auto target = target_of(req);
+  switch (const route r = route_of(req, target)) {
     case route::root:
       res = text(req, http::status::ok, "hello from coral\n");
       break;
     case route::sleep:
-      if (const auto ms = query_number(req, "ms"); !ms || *ms > server.longest_sleep.count()) {
+      if (const auto ms = query_number(target, "ms"); !ms || *ms > server.longest_sleep.count()) {
         res = text(req, http::status::bad_request,
                    "/sleep?ms=N, N from 0 to " + std::to_string(server.longest_sleep.count()) + "\n");
       } else {
@@ -320,7 +316,7 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
       }
       break;
     case route::stream:
-      if (const auto n = query_number(req, "n"); !n || *n > 10'000) {
+      if (const auto n = query_number(target, "n"); !n || *n > 10'000) {
         res = text(req, http::status::bad_request, "/stream?n=N, N from 0 to 10000\n");
       } else {
         const bool keep_alive = co_await stream(socket, req, *n, server);
@@ -342,7 +338,7 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
     }
     case route::not_found:
     case route::method_not_allowed:
-      res = not_served(req, r);
+      res = not_served(req, r, target);
       break;
   }
   if (req.method() == http::verb::head) res->body().clear();  // (Content-Length stays: the GET's)
