@@ -95,11 +95,11 @@ class when_any_vector_awaiter final : public vector_join_awaiter<join_kind::firs
   }
 };
 
-// Where a select's first pass starts among its n ready-to-try operations: random per call, as Go's
-// select, so that no interleaving of selects on a thread (two tasks, or two selects in one loop)
-// makes one always-ready channel lose every time. A counter would be shared by every select of the
-// thread and alternate between them.
-inline std::size_t select_start(std::size_t n) noexcept {
+// A number uniform in [0, n), from a generator of the thread: a select's first pass tries its
+// ready-to-try operations in a random order per call, as Go's select, so that among operations
+// ready at once each wins equally often, whatever the argument order and whatever else the select
+// waits for, and no interleaving of selects on a thread makes one channel lose every time.
+inline std::size_t select_random_below(std::size_t n) noexcept {
   static std::atomic<std::uint64_t> seeds{0x9e3779b97f4a7c15u};
   thread_local std::uint64_t state = seeds.fetch_add(0x9e3779b97f4a7c15u, std::memory_order_relaxed) | 1u;
   state ^= state << 13;  // xorshift64
@@ -115,8 +115,8 @@ concept pollable = requires(A& a, task_context& waker) {
 };
 
 // when_any with channel operations among its arguments. As Go's select, it first attempts them
-// (from a rotating start, so that no channel is always first): one that can happen at once wins
-// without any child task, and the other arguments never start. Otherwise the join runs as above.
+// in a random order (a uniform permutation per call): one that can happen at once wins without
+// any child task, and the other arguments never start. Otherwise the join runs as above.
 template <class... A>
 class select_awaiter {
   using join_type = when_any_awaiter<join_task_t<A>...>;
@@ -175,9 +175,9 @@ class select_awaiter {
 
   template <std::size_t... I>
   bool poll(task_context& context, std::index_sequence<I...>) {
-    const std::size_t first = select_start(pollable_positions.size());
-    for (std::size_t k = 0; k < pollable_positions.size(); ++k) {
-      const std::size_t i = pollable_positions[(first + k) % pollable_positions.size()];
+    auto order = pollable_positions;  // shuffled (Fisher-Yates)
+    for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[select_random_below(k)]);
+    for (const std::size_t i : order) {
       if (((I == i && poll_one<I>(context)) || ...)) {
         polled_ = i;
         return true;
