@@ -9,6 +9,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <coral/coral.hpp>
 #include <cstdio>
 #include <future>
@@ -78,6 +79,13 @@ struct counting_allocator {
 inline constexpr auto patience = 30s;
 // For a job that is a whole stress workload (a million values through TSan on a shared machine).
 inline constexpr auto workload_patience = 300s;
+
+// A stress workload's size: the environment variable `name` if it is set (to run longer by hand),
+// else `fallback`.
+inline long workload_size(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atol(v) : fallback;
+}
 
 template <class T>
 T get_within(coral::job<T> j, std::chrono::seconds bound = patience) {

@@ -595,3 +595,85 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_whose_tasks_another_context_keeps_waki
     BOOST_TEST_REQUIRE(lifetime::alive == 0);
   }
 }
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_lock_acquire_or_wait_that_loses_takes_nothing_and_one_that_wins_yields_its_guard,
+                              Place, every_place) {
+  Place place;
+  coral::async_mutex m;
+  coral::semaphore permits(1);
+  coral::event ev;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    auto held = co_await m.lock();
+    try {
+      co_await coral::with_timeout(5ms, m.lock());
+      seen.push_back("locked twice");
+    } catch (const coral::timeout_error&) {
+      seen.push_back("timeout");
+    }
+    held.unlock();
+    seen.push_back(m.try_lock() ? "free" : "held by the loser");
+    m.unlock();
+    auto guard = co_await coral::with_timeout(10s, m.lock());
+    seen.push_back(guard.owns_lock() && !m.try_lock() ? "guard" : "no guard");
+    guard.unlock();
+
+    auto permit = co_await permits.acquire();
+    const auto acquire_or_sleep = co_await (permits.acquire() || 5ms);
+    seen.push_back(acquire_or_sleep.index() == 1 ? "slept" : "acquired");
+    permit.give_back();
+    seen.push_back(std::to_string(permits.available()));
+    {
+      const auto raced = co_await coral::when_any(permits.acquire(), ev.wait());
+      seen.push_back(raced.index() == 0 && permits.available() == 0 ? "permit" : "no permit");
+    }  // (the permit goes back with the variant)
+    seen.push_back(std::to_string(permits.available()));
+
+    const auto waited = co_await coral::when_any(ev.wait(), 5ms);
+    seen.push_back(waited.index() == 1 ? "slept" : "set");
+    ev.set();
+    auto both = co_await coral::when_all(m.lock(), ev.wait());
+    seen.push_back(std::get<0>(both).owns_lock() ? "both" : "not both");
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) ==
+                 (std::vector<std::string>{"timeout", "free", "guard", "slept", "1", "permit", "1", "slept", "both"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(permits.available() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_lock_handed_over_while_its_race_is_decided_goes_to_exactly_one_place, Place,
+                              every_place) {
+  // The holder unlocks at random moments around the deadline of a waiter's with_timeout(m.lock()),
+  // from another task: the waiter either holds the lock (and knows it) or the lock stays free.
+  Place place;
+  coral::async_mutex m;
+  std::mt19937 random(7);
+  int won = 0, lost = 0;
+  for (int round = 0; round < 200; ++round) {
+    BOOST_REQUIRE(m.try_lock());
+    auto held = std::make_shared<coral::async_mutex_lock>(m, std::adopt_lock);
+    const auto deadline = std::chrono::microseconds(random() % 300);
+    const auto release_at = std::chrono::microseconds(random() % 300);
+    auto waiter = coral::spawn(place.get_executor(), [&m, deadline]() -> coral::task<bool> {
+      try {
+        auto guard = co_await coral::with_timeout(deadline, m.lock());
+        co_return guard.owns_lock();
+      } catch (const coral::timeout_error&) {
+        co_return false;
+      }
+    });
+    auto releaser = coral::spawn(place.get_executor(), [held, release_at]() mutable -> coral::task<> {
+      co_await coral::sleep_for(release_at);
+      held->unlock();
+    });
+    held.reset();
+    const bool got = get_within(std::move(waiter));
+    get_within(std::move(releaser));
+    (got ? won : lost)++;
+    BOOST_TEST_REQUIRE(m.try_lock(), "round " << round << ": the lock is held by nobody who knows it");
+    m.unlock();
+  }
+  BOOST_TEST(won + lost == 200);
+}

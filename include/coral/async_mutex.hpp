@@ -44,6 +44,9 @@ class async_mutex_lock {
 // - lock() completes without suspending if the mutex is free. Otherwise the task waits and is
 //   resumed on its own executor: posted there by unlock() (from whatever thread unlocks), never
 //   resumed inside unlock(). No lock of coral's is held while a task is resumed.
+// - lock() can be raced and timed out (when_any, with_timeout, `||`): `co_await
+//   with_timeout(50ms, m.lock())` is a try_lock_for. A raced lock that lost holds nothing (the
+//   lock went to the next waiter or stays free); one that won yields the guard.
 // - Cancellation (job.cancel(), a completion token's slot, a parent's cancellation): a waiting
 //   lock() fails with boost::system::system_error(operation_aborted) and acquires nothing; a task
 //   already cancelled fails at once, even if the mutex is free. A lock handed to a waiter at the

@@ -19,6 +19,8 @@ namespace coral {
 // - wait() completes without suspending if the event is set. Otherwise the task waits and is
 //   resumed on its own executor: posted there by set() (from whatever thread sets), never resumed
 //   inside set(). No lock of coral's is held while a task is resumed.
+// - wait() can be raced and timed out (when_any, with_timeout, `||`); one that lost consumed
+//   nothing.
 // - Cancellation (job.cancel(), a completion token's slot, a parent's cancellation): a waiting
 //   wait() fails with boost::system::system_error(operation_aborted); a task already cancelled
 //   fails at once, even if the event is set. A wait woken by set() at the moment it is cancelled

@@ -55,6 +55,8 @@ class [[nodiscard]] semaphore_permit {
 // - acquire() completes without suspending if a permit is available. Otherwise the task waits and
 //   is resumed on its own executor: posted there by release() (from whatever thread releases),
 //   never resumed inside release(). No lock of coral's is held while a task is resumed.
+// - acquire() can be raced and timed out (when_any, with_timeout, `||`): one that lost took no
+//   permit; one that won yields the semaphore_permit.
 // - Cancellation (job.cancel(), a completion token's slot, a parent's cancellation): a waiting
 //   acquire() fails with boost::system::system_error(operation_aborted) and takes no permit; a
 //   task already cancelled fails at once, even if a permit is available. A permit handed to a

@@ -39,8 +39,10 @@ namespace coral {
 //   and the awaiting task's frames are destroyed with the context.
 // - A losing task may already have done part of its work before it was cancelled (a loser that
 //   received from a channel inside its body has consumed that value): race the channel
-//   operation itself, not a task around it. Locks, permits and event waits are not accepted
-//   (a lock that lost could not be undone); race a task that takes them.
+//   operation itself, not a task around it. m.lock(), sem.acquire() and ev.wait() race as channel
+//   operations do: one that lost holds no lock, took no permit, consumed nothing; one that won
+//   yields what `co_await` of it yields (the guard, the permit). A task that takes a lock inside
+//   its body is not lossless that way.
 template <detail::race_argument... A>
 requires(sizeof...(A) > 0) auto when_any(A&&... a);
 

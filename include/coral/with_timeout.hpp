@@ -14,8 +14,9 @@
 
 namespace coral {
 
-// `auto v = co_await with_timeout(250ms, fetch());` awaits a task or a channel operation for at most
-// the given time (counted from when the returned task starts). If the time runs out first, the
+// `auto v = co_await with_timeout(250ms, fetch());` awaits a task, a channel operation, a lock, a
+// permit or an event wait (`with_timeout(50ms, m.lock())`: a try_lock_for) for at most the given
+// time (counted from when the returned task starts). If the time runs out first, the
 // operation — and everything it started: its children, its nested waits, whatever it starts
 // later — is cancelled and awaited, then timeout_error is thrown (its message names the
 // duration). Otherwise its result is returned, or its exception rethrown. A task that completes

@@ -13,11 +13,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-long values_total() {
-  if (const char* v = std::getenv("CORAL_STRESS_VALUES")) return std::atol(v);
-  return 1'000'000;
-}
-
 constexpr int producers = 4;
 constexpr int consumers = 4;
 
@@ -29,7 +24,7 @@ struct tally {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(four_by_four_on_two_threads_every_value_exactly_once) {
-  const long total = values_total();
+  const long total = workload_size("CORAL_STRESS_VALUES", 1'000'000);
   for (std::size_t capacity : {0u, 1u, 64u}) {
     asio::thread_pool pool(2);
     coral::channel<long> ch(capacity);
@@ -65,7 +60,7 @@ BOOST_AUTO_TEST_CASE(four_by_four_on_two_threads_every_value_exactly_once) {
 }
 
 BOOST_AUTO_TEST_CASE(random_closes_and_cancellations_lose_and_duplicate_nothing) {
-  const long per_round = std::max(1000L, values_total() / 50);
+  const long per_round = std::max(1000L, workload_size("CORAL_STRESS_VALUES", 1'000'000) / 50);
   for (unsigned seed = 1; seed <= 12; ++seed) {
     std::mt19937 rng(seed);
     const std::size_t capacity = std::vector<std::size_t>{0, 1, 64}[seed % 3];

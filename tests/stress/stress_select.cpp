@@ -21,11 +21,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-long values_total() {
-  if (const char* v = std::getenv("CORAL_STRESS_SELECT_VALUES")) return std::atol(v);
-  return 100'000;
-}
-
 struct item : lifetime {
   long id;
   explicit item(long i) : id(i) {}
@@ -104,7 +99,7 @@ coral::task<> consume(world& w, unsigned seed) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(racing_sends_and_receives_against_timeouts_on_every_executor_kind_loses_nothing) {
-  const long total = values_total();
+  const long total = workload_size("CORAL_STRESS_SELECT_VALUES", 100'000);
   {
     world w(total);
     running_io_context io(2);

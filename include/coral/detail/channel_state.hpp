@@ -64,8 +64,6 @@ class channel_item {
 // completed exactly once (see queued_waiter): by a counterpart, by close(), or by cancellation.
 struct channel_waiter : queued_waiter {
   bool sending = false;  // in the senders' queue (else the receivers')
-  // Set when the operation is a branch of a when_any: it may only happen if it wins the race.
-  race_ticket ticket;
   // Set before wake() when moving the value threw: the operation fails with it.
   std::exception_ptr exception;
 

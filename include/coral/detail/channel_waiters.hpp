@@ -25,8 +25,6 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
   using task_waiter<channel_state<T>, Waiter>::task_waiter;
   channel_task_waiter(channel_task_waiter&&) noexcept = default;
 
-  // Makes the operation a branch of a when_any: it happens only if it wins (lossless select).
-  void enter_race(race_ticket ticket) noexcept { this->ticket = ticket; }
   // After the wait, instead of await_resume(): if the operation ended with operation_aborted (it
   // did not happen), finishes the wait and returns true; else returns false and await_resume()
   // follows. A branch that lost its race ends this way, without an exception.

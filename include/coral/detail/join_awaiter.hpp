@@ -46,14 +46,15 @@ concept join_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::
 };
 
 // An awaitable that can take part in a race and then happens only if it wins (channel
-// operations: a losing receive consumed nothing, a losing send delivered nothing).
+// operations: a losing receive consumed nothing, a losing send delivered nothing; a lock or
+// acquire that lost took nothing; an event wait that lost consumed nothing).
 template <class A>
 concept raceable = requires(std::remove_cvref_t<A>& a, race_ticket t) {
   a.enter_race(t);
 };
 
 // What when_any accepts: tasks, durations and raceable awaitables. Other awaitables are not
-// accepted: a lock, a permit or an event wait that loses could not be undone.
+// accepted: one that lost could not be undone.
 template <class A>
 concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>> || raceable<A>;
 

@@ -42,6 +42,10 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
     throw_if_failed(this->error, what_);
   }
 
+  // For a branch of a race, instead of await_resume(): true, with the wait finished, if the
+  // acquire did not happen (operation_aborted: it lost, or was cancelled); no permit was taken.
+  bool lost_race() noexcept { return this->finish_if_aborted(); }
+
  private:
   const char* what_;
   bool attempted_ = false;  // acquire() ran and its permit has not reached the task yet
@@ -78,6 +82,10 @@ class event_awaiter : public task_waiter<event_state, queued_waiter> {
     this->finish_waiting();
     throw_if_failed(this->error, "coral::event: wait");
   }
+
+  // For a branch of a race, instead of await_resume(): true, with the wait finished, if the wait
+  // did not happen (operation_aborted: it lost, or was cancelled).
+  bool lost_race() noexcept { return this->finish_if_aborted(); }
 };
 
 }  // namespace coral::detail

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <utility>
 
 #include "coral/detail/task_waiter.hpp"
 
@@ -10,6 +11,11 @@ namespace coral::detail {
 // What the shared state of every synchronisation primitive (async_mutex, semaphore, event) has:
 // a lock and one FIFO of waiting tasks. The lock is held only to change the state and relink
 // waiters; waking them happens after it is released.
+//
+// A waiter that is a branch of a race (when_any, with_timeout) is granted a permit, or told that
+// its event is set, only if that claims its race; one whose race another branch won is unlinked
+// and fails with operation_aborted, and what it would have had goes to the next waiter. So a lock
+// or acquire that lost took nothing, and a wait that lost consumed nothing.
 class sync_state {
  public:
   sync_state() = default;
@@ -38,6 +44,35 @@ class sync_state {
  protected:
   ~sync_state() = default;
 
+  // Under the lock: unlinks up to `n` waiters from the front that `waker` may wake and whose race,
+  // if any, this wake-up wins (left in `n`: how many more were asked for than there were). Those
+  // whose race another branch won are unlinked onto `losers`. Both lists are linked through `next`.
+  queued_waiter* take_winners(std::size_t& n, task_context* waker, queued_waiter*& losers) noexcept {
+    waiter_node* taken = nullptr;
+    waiter_node** tail = &taken;
+    for (queued_waiter* w = waiters_.first(); w && n > 0;) {
+      queued_waiter& candidate = *std::exchange(w, static_cast<queued_waiter*>(w->next));
+      // (A waiter whose context is shutting down stays for the shutdown to take out.)
+      if (!candidate.claim_for_wake(waker)) continue;
+      waiters_.remove(candidate);
+      if (!candidate.ticket.claim()) {
+        candidate.next = losers;
+        losers = &candidate;
+        continue;
+      }
+      *tail = &candidate;
+      tail = &candidate.next;
+      --n;
+    }
+    return static_cast<queued_waiter*>(taken);
+  }
+
+  // Completes what take_winners took out, with no lock held.
+  static void wake_taken(queued_waiter* winners, queued_waiter* losers, task_context* waker) noexcept {
+    wake_all(losers, asio::error::operation_aborted, nullptr);
+    wake_all(winners, {}, waker);
+  }
+
   mutable std::mutex mutex_;
   waiter_queue<queued_waiter> waiters_;
 };
@@ -48,10 +83,15 @@ class permit_state : public sync_state {
  public:
   explicit permit_state(std::size_t permits) noexcept : permits_(permits) {}
 
-  // Takes a permit at once (true) or queues `w` (false) until release() hands it one.
+  // Takes a permit at once (true) or queues `w` (false) until release() hands it one. True with
+  // w.error set to operation_aborted: `w`'s race was already won by another branch.
   bool acquire(queued_waiter& w) {
     std::lock_guard lock(mutex_);
     if (permits_ > 0) {
+      if (!w.ticket.claim()) {
+        w.error = asio::error::operation_aborted;
+        return true;
+      }
       --permits_;
       return true;
     }
@@ -66,16 +106,17 @@ class permit_state : public sync_state {
     return true;
   }
 
-  // Hands `n` permits to the first `n` waiters (each is unlinked, so its cancellation can no
-  // longer win), the rest to the count; then wakes those waiters, in order, with no lock held.
+  // Hands `n` permits to the first `n` waiters that may take them (each is unlinked, so its
+  // cancellation can no longer win), the rest to the count; then wakes those waiters, in order,
+  // with no lock held.
   void release(std::size_t n, task_context* waker) {
-    queued_waiter* granted;
+    queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
-      granted = waiters_.take_front(n, waker);
+      granted = take_winners(n, waker, losers);
       permits_ += n;  // what no waiter took
     }
-    wake_all(granted, {}, waker);
+    wake_taken(granted, losers, waker);
   }
 
   std::size_t available() const {
@@ -93,23 +134,28 @@ class permit_state : public sync_state {
 // A manual-reset flag and the tasks waiting for it to be set: the state of an event.
 class event_state : public sync_state {
  public:
-  // Completes at once (true) if the flag is set, else queues `w` (false) until set().
+  // Completes at once (true) if the flag is set, else queues `w` (false) until set(). True with
+  // w.error set to operation_aborted: `w`'s race was already won by another branch.
   bool wait(queued_waiter& w) {
     std::lock_guard lock(mutex_);
-    if (set_) return true;
+    if (set_) {
+      if (!w.ticket.claim()) w.error = asio::error::operation_aborted;
+      return true;
+    }
     waiters_.push_back(w);
     return false;
   }
 
   // Sets the flag and wakes every waiter, in order, with no lock held.
   void set() {
-    queued_waiter* waiters;
+    queued_waiter *waiters, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
       set_ = true;
-      waiters = waiters_.take_all(static_cast<task_context*>(nullptr));
+      std::size_t all = static_cast<std::size_t>(-1);
+      waiters = take_winners(all, nullptr, losers);
     }
-    wake_all(waiters, {}, nullptr);
+    wake_taken(waiters, losers, nullptr);
   }
 
   void reset() {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "coral/detail/race.hpp"
 #include "coral/detail/suspended_task.hpp"
 #include "coral/detail/waiter_queue.hpp"
 
@@ -43,6 +44,10 @@ struct queued_waiter : waiter_node {
   // The gate of the waiting task's context (a coral task's waiter), and the pass claimed on it.
   context_gate* gate = nullptr;
   context_gate* pass = nullptr;
+  // Set when the operation is a branch of a race (when_any, with_timeout): it may only happen if it
+  // wins. A waker claims the race before completing the operation; one whose race another branch
+  // won is unlinked and fails with operation_aborted, having taken nothing.
+  race_ticket ticket;
 
  protected:
   ~queued_waiter() = default;
@@ -94,6 +99,9 @@ class task_waiter : public Waiter, public external_wait {
 
   bool await_ready() const noexcept { return false; }
 
+  // Makes the operation a branch of a race: it happens only if it wins (see queued_waiter::ticket).
+  void enter_race(race_ticket t) noexcept { this->ticket = t; }
+
   void wake(task_context* waker) noexcept override {
     context_gate* claimed = std::exchange(this->pass, nullptr);  // (this object may go with the task)
     task_.resume_from(waker, claimed != nullptr);
@@ -129,6 +137,14 @@ class task_waiter : public Waiter, public external_wait {
       finish_waiting();
       return false;
     }
+    return true;
+  }
+
+  // For a branch of a race (an awaiter's lost_race): true, with the wait finished, if the operation
+  // failed with operation_aborted and so did not happen (it lost its race, or was cancelled).
+  bool finish_if_aborted() noexcept {
+    if (this->error != asio::error::operation_aborted) return false;
+    finish_waiting();
     return true;
   }
 
