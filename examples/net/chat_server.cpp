@@ -20,6 +20,10 @@ int main(int argc, char* argv[]) {
     const std::string_view name = argv[i];
     if (name == "--backlog-bytes" && i + 1 < argc) {
       chat.backlog_limit = std::max<std::size_t>(max_line, std::strtoull(argv[++i], nullptr, 10));
+    } else if (name == "--idle-timeout-ms") {
+      // (server.hpp's option, which the other demos use.)
+      std::fprintf(stderr, "chat_server: a client that only listens is not idle; there is no --idle-timeout-ms\n");
+      return 2;
     } else if (name == "--write-timeout-ms" && i + 1 < argc) {
       chat.write_timeout = std::chrono::milliseconds(std::max(1ul, std::strtoul(argv[++i], nullptr, 10)));
     } else {

@@ -4,13 +4,15 @@
 // fuzz target for the line protocols runs the same function on one end of a socket pair.
 //
 // Per session, a reader task and a writer task joined by the session's outbox, a
-// coral::channel<std::string> without bound whose bytes are counted: the room puts lines in, the
+// coral::channel<std::string> without bound whose cost is counted: the room puts lines in, the
 // writer takes what has come (up to 64 KiB at a time) and writes it. The room never waits for a
-// client, and a client that reads is never dropped, whatever the burst: the lines wait in its
-// backlog. A client that does not read is dropped, and the server says so, when its backlog (the
-// bytes queued for it and being written) would pass the backlog limit, or when its socket has
-// accepted nothing for the write timeout. A line of more than 4 KiB (its newline included)
-// closes the session that sent it.
+// client, so a burst never holds up the room; the lines wait in each client's backlog. A client is
+// dropped, and the server says so, when its backlog would pass the backlog limit (it has fallen
+// that far behind the room), or when its socket has accepted nothing for the write timeout (it
+// does not read). A backlog counts what its lines cost in memory: their bytes, and for each line
+// what holding it costs (queued_line_cost), so that many short lines cannot take more memory than
+// the limit says. A line of more than 4 KiB (its newline included) closes the session that sent
+// it. A client that only listens is not idle: no idle timeout closes it.
 
 #include <atomic>
 #include <boost/asio/read_until.hpp>
@@ -26,6 +28,13 @@ namespace net_demo::chat_demo {
 
 inline constexpr std::size_t max_line = 4096;
 inline constexpr std::size_t write_batch = 64 * 1024;
+// What a queued line costs beside its bytes: its std::string in the outbox, and the allocator's
+// bookkeeping for its bytes.
+inline constexpr std::size_t queued_line_cost = sizeof(std::string) + 32;
+
+inline std::size_t cost_of(const std::string& line) {
+  return line.size() + queued_line_cost;
+}
 
 struct chat_options {
   std::size_t backlog_limit = 1024 * 1024;
@@ -38,22 +47,23 @@ struct participant {
   // The room's delivery: the line joins the backlog, unless the backlog would pass its limit (then
   // the client is dropped). Never waits.
   void offer(const std::string& line) {
-    if (backlog.fetch_add(line.size(), std::memory_order_relaxed) + line.size() > backlog_limit) {
-      backlog.fetch_sub(line.size(), std::memory_order_relaxed);
-      drop("its backlog would pass " + std::to_string(backlog_limit) + " bytes");
+    const std::size_t cost = cost_of(line);
+    if (backlog.fetch_add(cost, std::memory_order_relaxed) + cost > backlog_limit) {
+      backlog.fetch_sub(cost, std::memory_order_relaxed);
+      drop("it fell behind: its backlog would pass " + std::to_string(backlog_limit) + " bytes");
       return;
     }
     outbox.try_send(std::string(line));  // (fails only once the session has ended)
   }
   void drop(const std::string& why) {
     if (dropped.exchange(true)) return;
-    std::printf("dropped a client that does not read: %s\n", why.c_str());
+    std::printf("dropped a client: %s\n", why.c_str());
     std::fflush(stdout);
     kicked.set();
   }
 
   coral::channel<std::string> outbox{coral::unlimited};
-  std::atomic<std::size_t> backlog{0};  // bytes in the outbox and in the writer's hands
+  std::atomic<std::size_t> backlog{0};  // the cost of the lines in the outbox and in the writer's hands
   const std::size_t backlog_limit;
   std::atomic<bool> dropped{false};
   coral::event kicked;
@@ -109,9 +119,11 @@ template <class Socket>
 coral::task<> writer(Socket& socket, participant& me, std::chrono::milliseconds write_timeout) {
   for (;;) {
     std::string batch = co_await me.outbox.receive();
+    std::size_t cost = cost_of(batch);
     while (batch.size() < write_batch) {
       auto more = me.outbox.try_receive();
       if (!more) break;
+      cost += cost_of(*more);
       batch += *more;
     }
     // Each write that the socket accepts something of starts the clock again: a client that reads,
@@ -120,11 +132,11 @@ coral::task<> writer(Socket& socket, participant& me, std::chrono::milliseconds 
       try {
         written += co_await coral::with_timeout(write_timeout, write_some(socket, asio::buffer(batch) + written));
       } catch (const coral::timeout_error&) {
-        me.drop("its socket accepted nothing for " + std::to_string(write_timeout.count()) + " ms");
+        me.drop("it does not read: its socket accepted nothing for " + std::to_string(write_timeout.count()) + " ms");
         co_return;  // (the kick ends the session)
       }
     }
-    me.backlog.fetch_sub(batch.size(), std::memory_order_relaxed);
+    me.backlog.fetch_sub(cost, std::memory_order_relaxed);
   }
 }
 

@@ -7,10 +7,12 @@
 //
 // Policies (RFC 9112 / 9110):
 // - A header over 8 KiB is answered 431, a body over 1 MiB 413, a malformed request 400, a request
-//   not complete within the request timeout (slowloris) 408. Also 400: an HTTP/1.1 request without
-//   exactly one Host, a Transfer-Encoding whose final coding is not chunked (or any in HTTP/1.0),
-//   a target that is neither origin-form (/path?query) nor absolute-form (http://host/path?query).
-//   An Expect other than 100-continue gets 417.
+//   not complete within the request timeout (slowloris) 408. Also 400: a chunk-size line (with its
+//   extensions) or a trailer section over 64 KiB, an HTTP/1.1 request without exactly one Host,
+//   a Host that is not host[:port], a Transfer-Encoding whose final coding is not chunked (or any
+//   in HTTP/1.0), a target that is neither origin-form (/path?query) nor absolute-form
+//   (http://host[:port]/path?query, no userinfo). A coding before the final chunked (gzip, say)
+//   gets 501: the server decodes none. An Expect other than 100-continue gets 417.
 // - Each refusal closes the connection gracefully, and so does any close with requests still
 //   unread: the send side first, then what the client still sends is read and dropped (at most
 //   16 MiB, for at most the request timeout) before the close, so that a client still sending
@@ -30,6 +32,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <boost/url.hpp>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -50,6 +53,9 @@ using request_parser = http::request_parser<http::string_body>;
 
 inline constexpr std::size_t header_limit = 8 * 1024;
 inline constexpr std::size_t body_limit = 1024 * 1024;
+// What the read buffer may hold: the largest part of a request Beast parses in one piece (a header,
+// a chunk-size line with its extensions, a trailer section) must fit in it.
+inline constexpr std::size_t read_buffer_limit = 64 * 1024;
 // What a refused client may still send before the connection closes (see refuse()).
 inline constexpr std::size_t linger_limit = 16 * 1024 * 1024;
 
@@ -108,6 +114,38 @@ inline response refusal(http::status status, std::string body) {
   return res;
 }
 
+// Whether `authority` is host[:port] (RFC 3986 3.2.2, 3.2.3): a registered name (percent-encoded
+// bytes allowed) or a bracketed IPv6 address, and a port of digits. No userinfo: RFC 9110 4.2.4.
+inline bool valid_host_and_port(std::string_view authority) {
+  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  std::size_t i = 0;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    for (i = 1; i < close; ++i) {
+      if (!hex(authority[i]) && authority[i] != ':' && authority[i] != '.') return false;
+    }
+    i = close + 1;
+  } else {
+    for (; i < authority.size() && authority[i] != ':'; ++i) {
+      const char c = authority[i];
+      if (c == '%') {
+        if (i + 2 >= authority.size() || !hex(authority[i + 1]) || !hex(authority[i + 2])) return false;
+        i += 2;
+      } else if (!std::isalnum(static_cast<unsigned char>(c)) &&
+                 std::string_view("-._~!$&'()*+,;=").find(c) == std::string_view::npos) {
+        return false;
+      }
+    }
+  }
+  if (i == authority.size()) return true;
+  if (authority[i] != ':') return false;
+  for (++i; i < authority.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(authority[i]))) return false;
+  }
+  return true;
+}
+
 // The target's path and query: origin-form, or absolute-form with an http(s) scheme (RFC 9112
 // 3.2.2), whose authority is skipped (Boost.URL 1.81's absolute-URI parser asserts on some
 // malformed input, so the scheme and authority are taken apart here). Refers to the request's
@@ -122,7 +160,10 @@ inline std::optional<urls::url_view> target_of(const request& req) {
       }
     }
     if (scheme == 0) return std::nullopt;
-    target.remove_prefix(std::min(target.find_first_of("/?", scheme), target.size()));
+    const std::size_t authority_end = std::min(target.find_first_of("/?", scheme), target.size());
+    const std::string_view authority = target.substr(scheme, authority_end - scheme);
+    if (authority.empty() || authority.starts_with(':') || !valid_host_and_port(authority)) return std::nullopt;
+    target.remove_prefix(authority_end);
     if (!target.starts_with('/')) {  // (an empty path, and perhaps a query)
       auto relative = urls::parse_relative_ref(target);
       return relative ? std::optional<urls::url_view>(*relative) : std::nullopt;
@@ -170,15 +211,32 @@ inline response not_served(const request& req, route r, const std::optional<urls
   return res;
 }
 
+// Whether the request's transfer codings (every Transfer-Encoding line) are chunked alone.
+inline bool chunked_alone(const request& req) {
+  std::size_t codings = 0;
+  const auto [first, last] = req.equal_range(http::field::transfer_encoding);
+  for (auto line = first; line != last; ++line) {
+    for (const auto& coding : http::token_list(line->value())) {
+      if (++codings > 1 || !beast::iequals(coding, "chunked")) return false;
+    }
+  }
+  return codings == 1;
+}
+
 // The refusal a request's header earns on its own (framing, Host, target, Expect), if any.
 inline std::optional<response> check_header(const request_parser& parser) {
   const request& req = parser.get();
-  // RFC 9112 6.3: the body's length cannot be known; 6.1: HTTP/1.0 has no transfer codings.
-  if (req.count(http::field::transfer_encoding) > 0 && (!parser.chunked() || req.version() < 11))
-    return refusal(http::status::bad_request, "unsupported transfer encoding");
-  // RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one before.
+  if (req.count(http::field::transfer_encoding) > 0) {
+    // RFC 9112 6.3: the body's length cannot be known; 6.1: HTTP/1.0 has no transfer codings.
+    if (!parser.chunked() || req.version() < 11)
+      return refusal(http::status::bad_request, "unsupported transfer encoding");
+    // RFC 9112 6.1: a coding the server does not understand (before the final chunked).
+    if (!chunked_alone(req)) return refusal(http::status::not_implemented, "transfer coding not implemented");
+  }
+  // RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one before, and a valid one.
   const auto hosts = req.count(http::field::host);
   if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return refusal(http::status::bad_request, "bad Host");
+  if (hosts == 1 && !valid_host_and_port(req[http::field::host])) return refusal(http::status::bad_request, "bad Host");
   if (!target_of(req)) return refusal(http::status::bad_request, "bad request target");
   const auto expect = req[http::field::expect];
   if (req.count(http::field::expect) > 0 && req.version() >= 11 && !beast::iequals(expect, "100-continue"))
@@ -352,6 +410,8 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
 inline std::optional<response> refusal_for(const boost::system::error_code& e) {
   if (e == http::error::header_limit) return refusal(http::status::request_header_fields_too_large, "header too large");
   if (e == http::error::body_limit) return refusal(http::status::payload_too_large, "body too large");
+  if (e == http::error::buffer_overflow)
+    return refusal(http::status::bad_request, "chunk-size line or trailers too large");
   if (e.category() == boost::system::error_code(http::error::end_of_stream).category())
     return refusal(http::status::bad_request, "bad request");
   return std::nullopt;
@@ -362,7 +422,7 @@ template <class Socket>
 coral::task<> session(Socket socket, server_context& server) {
   alive counted(server.stats.tasks_alive);
   alive open(server.stats.open_connections);
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer(read_buffer_limit);
   try {
     for (;;) {
       // Idle between requests, unless a pipelined one is buffered already (server.hpp).
