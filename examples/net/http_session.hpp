@@ -117,6 +117,7 @@ inline response refusal(http::status status, std::string body) {
 // Whether `authority` is host[:port] (RFC 3986 3.2.2, 3.2.3): a registered name (percent-encoded
 // bytes allowed) or a bracketed IPv6 address, and a port of digits. No userinfo: RFC 9110 4.2.4.
 inline bool valid_host_and_port(std::string_view authority) {
+  if (authority.starts_with(':')) return false;  // (a port without a host)
   auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
   std::size_t i = 0;
   if (authority.starts_with('[')) {
@@ -162,7 +163,7 @@ inline std::optional<urls::url_view> target_of(const request& req) {
     if (scheme == 0) return std::nullopt;
     const std::size_t authority_end = std::min(target.find_first_of("/?", scheme), target.size());
     const std::string_view authority = target.substr(scheme, authority_end - scheme);
-    if (authority.empty() || authority.starts_with(':') || !valid_host_and_port(authority)) return std::nullopt;
+    if (authority.empty() || !valid_host_and_port(authority)) return std::nullopt;
     target.remove_prefix(authority_end);
     if (!target.starts_with('/')) {  // (an empty path, and perhaps a query)
       auto relative = urls::parse_relative_ref(target);

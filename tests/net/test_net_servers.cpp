@@ -565,8 +565,8 @@ BOOST_AUTO_TEST_CASE(http_absolute_form_targets_are_served) {
 BOOST_AUTO_TEST_CASE(http_1_1_requests_need_exactly_one_valid_host) {
   // RFC 9112 3.2.
   server_process server(arguments());
-  for (const std::string headers :
-       {"", "Host: a\r\nHost: b\r\n", "Host: a, b\r\n", "Host: a b/c@d\r\n", "Host: [::1\r\n", "Host: test:8o\r\n"}) {
+  for (const std::string headers : {"", "Host: a\r\nHost: b\r\n", "Host: a, b\r\n", "Host: a b/c@d\r\n",
+                                    "Host: [::1\r\n", "Host: test:8o\r\n", "Host: :80\r\n"}) {
     http_connection c(server.endpoint());
     c.send("GET / HTTP/1.1\r\n" + headers + "\r\n");
     expect_refusal(c, 400, headers.empty() ? "no Host" : headers);
