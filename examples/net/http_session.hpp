@@ -25,6 +25,7 @@
 //   dropped after the request timeout too. Once a shutdown has begun, responses carry
 //   "Connection: close".
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -114,6 +115,14 @@ inline response refusal(http::status status, std::string body) {
   return res;
 }
 
+// ASCII case-insensitive equality. (Not beast::iequals: Beast 1.81's reads one byte past the end of
+// both strings when they differ in case.)
+inline bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) { return lower(x) == lower(y); });
+}
+
 // Whether `authority` is host[:port] (RFC 3986 3.2.2, 3.2.3): a registered name (percent-encoded
 // bytes allowed) or a bracketed IPv6 address, and a port of digits. No userinfo: RFC 9110 4.2.4.
 inline bool valid_host_and_port(std::string_view authority) {
@@ -156,7 +165,7 @@ inline std::optional<urls::url_view> target_of(const request& req) {
   if (!target.starts_with('/')) {
     std::size_t scheme = 0;
     for (std::string_view prefix : {"http://", "https://"}) {
-      if (target.size() >= prefix.size() && beast::iequals(target.substr(0, prefix.size()), prefix)) {
+      if (target.size() >= prefix.size() && equal_ignoring_case(target.substr(0, prefix.size()), prefix)) {
         scheme = prefix.size();
       }
     }
@@ -218,7 +227,7 @@ inline bool chunked_alone(const request& req) {
   const auto [first, last] = req.equal_range(http::field::transfer_encoding);
   for (auto line = first; line != last; ++line) {
     for (const auto& coding : http::token_list(line->value())) {
-      if (++codings > 1 || !beast::iequals(coding, "chunked")) return false;
+      if (++codings > 1 || !equal_ignoring_case(coding, "chunked")) return false;
     }
   }
   return codings == 1;
@@ -240,13 +249,13 @@ inline std::optional<response> check_header(const request_parser& parser) {
   if (hosts == 1 && !valid_host_and_port(req[http::field::host])) return refusal(http::status::bad_request, "bad Host");
   if (!target_of(req)) return refusal(http::status::bad_request, "bad request target");
   const auto expect = req[http::field::expect];
-  if (req.count(http::field::expect) > 0 && req.version() >= 11 && !beast::iequals(expect, "100-continue"))
+  if (req.count(http::field::expect) > 0 && req.version() >= 11 && !equal_ignoring_case(expect, "100-continue"))
     return refusal(http::status::expectation_failed, "unsupported expectation");
   return std::nullopt;
 }
 
 inline bool expects_continue(const request& req) {
-  return req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue");
+  return req.version() >= 11 && equal_ignoring_case(req[http::field::expect], "100-continue");
 }
 
 // Drops the empty lines a client may send before a request line (RFC 9112 2.2) from the front of
