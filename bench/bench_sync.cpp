@@ -3,11 +3,18 @@
 //                    a coral::async_mutex, against asio::awaitable coroutines that hop onto one
 //                    strand for each increment (the Asio-native way to protect state). Per
 //                    increment (lock + unlock, or one hop). No target: reported for reference.
+//   lock_timeout     one task entering a critical section with a time limit, 200k times, on a
+//                    single-threaded io_context: `co_await with_timeout(1s, m.lock())` on a free
+//                    coral::async_mutex, against an asio::awaitable racing the hop onto the strand
+//                    that guards the state with a timer (`hop || timer.async_wait`, awaitable
+//                    operators). Per entry. Target <= 0.5.
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <coral/coral.hpp>
@@ -91,6 +98,48 @@ double asio_strand(long per_task) {
   });
 }
 
+double coral_lock_timeout(long n) {
+  return ns_per(n, [&] {
+    asio::io_context ctx(1);
+    coral::async_mutex m;
+    guarded_counter counter;
+    coral::spawn(ctx, [&]() -> coral::task<> {
+      using namespace std::chrono_literals;
+      for (long i = 0; i < n; ++i) {
+        auto guard = co_await coral::with_timeout(1s, m.lock());
+        counter.increment();
+      }
+    });
+    ctx.run();
+    check(counter.value == n, "coral lock_timeout counter");
+  });
+}
+
+double asio_strand_timeout(long n) {
+  return ns_per(n, [&] {
+    asio::io_context ctx(1);
+    guarded_counter counter;
+    auto strand = asio::make_strand(ctx);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          using namespace asio::experimental::awaitable_operators;
+          using namespace std::chrono_literals;
+          asio::steady_timer timer(ctx);
+          for (long i = 0; i < n; ++i) {
+            timer.expires_after(1s);
+            auto entered = co_await (asio::post(strand, asio::bind_executor(strand, asio::use_awaitable)) ||
+                                     timer.async_wait(asio::use_awaitable));
+            check(entered.index() == 0, "asio lock_timeout timed out");
+            counter.increment();
+          }
+        },
+        [](std::exception_ptr e) { check(!e, "asio lock_timeout failed"); });
+    ctx.run();
+    check(counter.value == n, "asio lock_timeout counter");
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,5 +151,12 @@ int main(int argc, char** argv) {
     asio_side = std::min(asio_side, asio_strand(per_task));
   }
   report("mutex_contended", coral, asio_side, "ns/increment");
-  std::printf("summary: mutex_contended ratio=%.3f (no target)\n", coral / asio_side);
+  double coral_timed = 1e300, asio_timed = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_timed = std::min(coral_timed, coral_lock_timeout(2 * per_task));
+    asio_timed = std::min(asio_timed, asio_strand_timeout(2 * per_task));
+  }
+  report("lock_timeout", coral_timed, asio_timed, "ns/entry");
+  std::printf("summary: mutex_contended ratio=%.3f (no target), lock_timeout ratio=%.3f (target <= 0.5)\n",
+              coral / asio_side, coral_timed / asio_timed);
 }

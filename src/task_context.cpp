@@ -2,6 +2,8 @@
 
 #include <boost/asio/detail/strand_executor_service.hpp>
 #include <boost/asio/version.hpp>
+
+#include "coral/detail/awaitable_bridge.hpp"
 #if BOOST_ASIO_VERSION >= 103400
 #include <boost/asio/config.hpp>
 #endif
@@ -217,6 +219,9 @@ deadline_watch& task_context::watch() {
 
 void task_context::drop_executor() noexcept {
   if (watch_) watch_->close();
+  for (awaitable_bridge* bridge = std::exchange(awaitable_bridges_, nullptr); bridge;) {
+    std::exchange(bridge, bridge->next)->close();  // (which may destroy it)
+  }
   work_.emplace<0>();
   executor_ = asio::any_io_executor();
 }

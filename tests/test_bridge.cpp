@@ -284,6 +284,208 @@ BOOST_AUTO_TEST_CASE(cancelling_a_task_reaches_the_asio_awaitable_it_awaits) {
   BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
 }
 
+namespace {
+
+// Awaitables of every shape a server's helpers have: ready at once, waiting on their executor,
+// void, move-only, failing after a wait, asking for their executor.
+asio::awaitable<int> ready_value(int v) {
+  co_return v;
+}
+asio::awaitable<int> posted_value(int v) {
+  co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  co_return v;
+}
+asio::awaitable<void> ready_void() {
+  co_return;
+}
+asio::awaitable<std::unique_ptr<lifetime>> owned_payload() {
+  co_return std::make_unique<lifetime>();
+}
+asio::awaitable<int> failing_after_post() {
+  co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  throw std::runtime_error("late failure");
+}
+asio::awaitable<asio::any_io_executor> executor_seen() {
+  co_return co_await asio::this_coro::executor;
+}
+
+// Whether this thread runs `ex` now, where the executor can tell (io_context, thread_pool and
+// their strands); true for the others.
+bool running_in(const asio::any_io_executor& ex) {
+  using io = asio::io_context::executor_type;
+  using pool = asio::thread_pool::executor_type;
+  if (auto* e = ex.target<io>()) return e->running_in_this_thread();
+  if (auto* e = ex.target<pool>()) return e->running_in_this_thread();
+  if (auto* e = ex.target<asio::strand<io>>()) return e->running_in_this_thread();
+  if (auto* e = ex.target<asio::strand<pool>>()) return e->running_in_this_thread();
+  if (auto* e = ex.target<asio::strand<asio::any_io_executor>>()) return e->running_in_this_thread();
+  return true;
+}
+
+// Each await of the round, checked: the sum of the indexes whose await behaved, and how many
+// times the task found itself off its executor after one.
+coral::task<std::pair<long, int>> await_every_shape(int rounds) {
+  const asio::any_io_executor own = co_await coral::this_task::executor;
+  long sum = 0;
+  int off_executor = 0;
+  for (int i = 0; i < rounds; ++i) {
+    switch (i % 6) {
+      case 0:
+        sum += co_await ready_value(i);
+        break;
+      case 1:
+        sum += co_await posted_value(i);
+        break;
+      case 2:
+        co_await ready_void();
+        sum += i;
+        break;
+      case 3:
+        if (auto p = co_await owned_payload(); p && lifetime::alive >= 1) sum += i;
+        break;
+      case 4:
+        try {
+          co_await failing_after_post();
+        } catch (const std::runtime_error& e) {
+          if (std::string(e.what()) == "late failure") sum += i;
+        }
+        break;
+      default:
+        if (co_await executor_seen() == own) sum += i;
+    }
+    if (!running_in(own)) ++off_executor;
+  }
+  co_return std::pair{sum, off_executor};
+}
+
+// An operation that completes only when it is cancelled: with operation_aborted, through its
+// handler's executor. Without a cancellation slot it never completes (its handler goes at once).
+template <class Token>
+auto async_wait_for_cancellation(Token&& token) {
+  return asio::async_initiate<Token, void(boost::system::error_code)>(
+      [](auto handler) {
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        if (!slot.is_connected()) return;
+        slot.assign([h = std::move(handler)](asio::cancellation_type) mutable {
+          auto ex = asio::get_associated_executor(h);
+          asio::post(ex, [h = std::move(h)]() mutable { std::move(h)(asio::error::operation_aborted); });
+        });
+      },
+      token);
+}
+
+asio::awaitable<int> waiting_until_cancelled(std::shared_ptr<std::promise<void>> started) {
+  lifetime held;
+  started->set_value();
+  co_await async_wait_for_cancellation(asio::use_awaitable);
+  co_return 1;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_awaits_asio_awaitables_of_every_shape_and_stays_on_its_executor, Place,
+                              every_place) {
+  Place place;
+  auto j = coral::spawn(place.get_executor(), await_every_shape(300));
+  const auto [sum, off_executor] = get_within(std::move(j));
+  BOOST_TEST(sum == 299L * 300 / 2);
+  BOOST_TEST(off_executor == 0);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+// Spawned with a token that cannot cancel, a task on a multi-threaded executor runs without a
+// strand: the awaitable's end and the task's suspension race on different threads.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_nothing_can_cancel_awaits_asio_awaitables_on_any_thread, Place, every_place) {
+  Place place;
+  for (int round = 0; round < 8; ++round) {
+    auto f = coral::spawn(place.get_executor(), await_every_shape(120), asio::use_future);
+    BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
+    const auto [sum, off_executor] = f.get();
+    BOOST_TEST(sum == 119L * 120 / 2);
+    BOOST_TEST(off_executor == 0);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_reaches_the_asio_awaitable_it_waits_in_and_later_awaits_fail, Place,
+                              every_place) {
+  Place place;
+  auto started = std::make_shared<std::promise<void>>();
+  auto j = coral::spawn(place.get_executor(), [started]() -> coral::task<std::string> {
+    std::string log = std::to_string(co_await ready_value(1));
+    try {
+      co_await waiting_until_cancelled(started);
+      log += " finished";
+    } catch (const boost::system::system_error& e) {
+      log += " " + outcome_of(e);
+    }
+    try {
+      co_await ready_value(2);
+      log += " then ran";
+    } catch (const boost::system::system_error& e) {
+      log += " then " + outcome_of(e);
+    }
+    co_return log;
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_TEST(get_within(std::move(j)) == "1 aborted then aborted");
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_tasks_at_random_moments_of_their_asio_awaits_loses_nothing, Place, places) {
+  Place place;
+  std::mt19937 random(std::random_device{}());
+  for (int round = 0; round < 60; ++round) {
+    auto j = coral::spawn(place.get_executor(), await_every_shape(400));
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 500));  // a random moment, not a wait
+    j.cancel();
+    try {
+      const auto [sum, off_executor] = get_within(j);
+      BOOST_TEST(sum == 399L * 400 / 2);  // finished before the cancel
+      BOOST_TEST(off_executor == 0);
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(outcome_of(e) == "aborted");
+    }
+  }
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+// Shutdown: a task waiting in an awaitable, and one whose awaitable thread is parked while it
+// waits elsewhere, are freed with their context, the awaitables' frames with them.
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_in_asio_awaits_and_their_awaitable_threads, Context,
+                              owned_contexts) {
+  coral::event never;
+  coral::job<int> in_await, parked;
+  {
+    Context ctx;
+    auto started = std::make_shared<std::promise<void>>();
+    in_await = coral::spawn(ctx.get_executor(), [](auto started) -> coral::task<int> {
+      lifetime held;
+      co_return co_await [](auto started) -> asio::awaitable<int> {
+        lifetime held_inside;
+        asio::steady_timer timer(co_await asio::this_coro::executor, 1h);
+        started->set_value();
+        co_await timer.async_wait(asio::use_awaitable);
+        co_return 1;
+      }(started);
+    }(started));
+    parked = coral::spawn(ctx.get_executor(), [&never]() -> coral::task<int> {
+      lifetime held;
+      const int v = co_await ready_value(2) + co_await posted_value(3);
+      co_await never.wait();
+      co_return v;
+    });
+    ctx.settle();
+    BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 3);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(failure_of(in_await) == asio::error::operation_aborted);
+  BOOST_TEST(failure_of(parked) == asio::error::operation_aborted);
+}
+
 BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
   asio::thread_pool pool(2);
   auto strand = asio::make_strand(pool.get_executor());

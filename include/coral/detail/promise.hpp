@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/awaitable_bridge.hpp"
 #include "coral/detail/foreign_awaiter.hpp"
 #include "coral/detail/frame_allocator.hpp"
 #include "coral/detail/sleep_awaiter.hpp"
@@ -170,12 +171,17 @@ class promise_base {
     } else if constexpr (requires { typename D::coral_awaitable; }) {
       return awaiter_ref<D>{awaitable};
     } else if constexpr (is_asio_awaitable_v<D>) {
-      // `co_await legacy()` of an asio::awaitable: it runs on the task's executor (co_spawn), its
-      // exception propagates and the task's cancellation reaches it.
+      // `co_await legacy()` of an asio::awaitable: it runs on the task's executor (on the task's
+      // awaitable thread, see awaitable_bridge.hpp), its exception propagates and the task's
+      // cancellation reaches it.
       static_assert(std::is_convertible_v<asio::any_io_executor, typename D::executor_type>,
                     "coral: an asio::awaitable awaited in a task must use asio::any_io_executor (the task's executor "
                     "type); else co_await asio::co_spawn(its_executor, std::move(a), coral::use_task)");
-      return asio::co_spawn(context_->executor(), std::move(awaitable), use_task);
+      if constexpr (std::is_same_v<typename D::executor_type, asio::any_io_executor>) {
+        return asio_awaitable_awaiter<typename D::value_type>(std::move(awaitable), *context_);
+      } else {
+        return asio::co_spawn(context_->executor(), std::move(awaitable), use_task);
+      }
     } else if constexpr (asio::is_deferred<D>::value) {
       // `co_await timer.async_wait(asio::deferred)`, or a composed deferred operation.
       return std::move(awaitable)(use_task);

@@ -77,6 +77,7 @@ inline cancel_cause deadline_cause(std::chrono::steady_clock::time_point deadlin
 // point checks it before suspending. The signal (whose slot Asio operations listen to) is only
 // used on the segment's executor, which runs one thing at a time.
 class deadline_watch;
+class awaitable_bridge;
 
 class task_context : public gate_member {
  public:
@@ -129,6 +130,10 @@ class task_context : public gate_member {
 
   // On the executor, while the segment runs: with_timeout's timer (made on first use).
   deadline_watch& watch();
+
+  // On the executor, while the segment runs: the awaitable threads its co_awaits of
+  // asio::awaitable run on (see awaitable_bridge.hpp).
+  awaitable_bridge*& awaitable_bridges() noexcept { return awaitable_bridges_; }
 
   // On the executor, around a wait whose waker lives outside the context.
   void set_external_wait(external_wait* w) noexcept { external_wait_ = w; }
@@ -201,6 +206,7 @@ class task_context : public gate_member {
   asio::cancellation_signal signal_;
   external_wait* external_wait_ = nullptr;
   std::unique_ptr<deadline_watch> watch_;
+  awaitable_bridge* awaitable_bridges_ = nullptr;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};

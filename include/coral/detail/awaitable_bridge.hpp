@@ -1,0 +1,346 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/suspended_task.hpp"
+
+namespace coral::detail {
+
+// `co_await a` of an asio::awaitable<T> in a task. An awaitable frame runs only on an awaitable
+// thread (what asio::co_spawn makes), and making one per await costs a co_spawn: two frames, a
+// post and a dispatch. So a segment starts a thread at its first await of an awaitable<T> (one
+// per T: the thread awaits it as one awaitable awaits another, with no frame in between) and keeps
+// it, parked between awaits. An await hands the thread its awaitable and resumes it right there,
+// on the segment's executor (the thread's executor too): an awaitable that completes at once
+// costs its own frame and a few branches; one that waits resumes the task through its executor.
+//
+// The thread's cancellation state is the task's, as the state of an awaitable thread is shared by
+// every awaitable it awaits: cancelling the task while it waits reaches the awaitable's operation
+// through the thread's cancellation slot, and what an awaitable sets (reset_cancellation_state,
+// throw_if_cancelled) holds for the task's later awaits. (Once cancelled, a task stays cancelled:
+// it awaits nothing more.) Destroyed with its context, a thread in the middle of an await lets go
+// of the task, as an Asio operation's handler does.
+
+// One await on a thread: the typed awaiter below.
+class bridged_await {
+ public:
+  // The awaiting task, held and resumed by the thread if the await did not end at once.
+  suspended_task task;
+  // The await's progress, shared by the task (which starts it) and the thread (which ends it).
+  enum phase_t : unsigned char { running, task_suspended, ended };
+  std::atomic<phase_t> phase{running};
+
+ protected:
+  ~bridged_await() = default;
+};
+
+// The handler of a parked thread: the completion handler of the operation it waits on, kept in
+// place (it is a pointer to the thread's frames: no allocation per park).
+class parked_handler {
+ public:
+  parked_handler() noexcept = default;
+  parked_handler(const parked_handler&) = delete;
+  parked_handler& operator=(const parked_handler&) = delete;
+  ~parked_handler() { reset(); }
+
+  template <class Handler>
+  void hold(Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    static_assert(sizeof(H) <= sizeof(storage_) && alignof(H) <= alignof(std::max_align_t));
+    ::new (static_cast<void*>(storage_)) H(std::forward<Handler>(handler));
+    invoke_ = [](void* p) {
+      H h(std::move(*static_cast<H*>(p)));
+      static_cast<H*>(p)->~H();
+      std::move(h)();
+    };
+    // (Off the storage first: the thread's frames, which may hold the storage, can be destroyed on
+    // another thread as soon as the handler lets go of them.)
+    destroy_ = [](void* p) noexcept {
+      H h(std::move(*static_cast<H*>(p)));
+      static_cast<H*>(p)->~H();
+    };
+  }
+
+  // Resumes the thread. The handler leaves the storage first: the thread parks in it again before
+  // this returns if its await ends at once.
+  void invoke() {
+    destroy_ = nullptr;
+    std::exchange(invoke_, nullptr)(storage_);
+  }
+
+  // Lets go of the thread without resuming it: Asio destroys its frames on its executor.
+  void reset() noexcept {
+    if (destroy_) {
+      invoke_ = nullptr;
+      std::exchange(destroy_, nullptr)(storage_);
+    }
+  }
+
+ private:
+  alignas(std::max_align_t) unsigned char storage_[2 * sizeof(void*)];
+  void (*invoke_)(void*) = nullptr;
+  void (*destroy_)(void*) noexcept = nullptr;
+};
+
+// What a thread is to its segment, whatever it awaits (the segment keeps a list of them).
+class awaitable_bridge {
+ public:
+  // On the segment's executor: runs `a` on the thread, to its end or to its first wait.
+  void begin(bridged_await& a) {
+    current_ = &a;
+    if (take_parked(a)) parked_.invoke();
+  }
+
+  // Then, unless `a` ended, with `a.task` holding the task: true if the thread resumes the task
+  // when `a` ends, false if it ended meanwhile.
+  bool suspend(bridged_await& a, task_context& context) {
+    if (serialised_) {
+      if (a.phase.load(std::memory_order_relaxed) == bridged_await::ended) return false;
+      if (context.op_slot().is_connected()) context.slot().assign(forward_cancellation{this});
+      a.phase.store(bridged_await::task_suspended, std::memory_order_relaxed);
+      return true;
+    }
+    // (Nothing cancels a segment that is not serialised: see place().)
+    return a.phase.exchange(bridged_await::task_suspended, std::memory_order_acq_rel) != bridged_await::ended;
+  }
+
+  // The segment leaves its context: a parked thread goes (Asio destroys its frames on its
+  // executor, this object with them); one in an await goes with the operation it waits on.
+  void close() noexcept {
+    if (word_.load(std::memory_order_acquire) == parked) {
+      word_.store(busy, std::memory_order_relaxed);
+      parked_.reset();
+    } else {
+      closed_ = true;
+    }
+  }
+
+  // Which kind of thread this is (the type of what it awaits), and the segment's next one.
+  const void* const kind;
+  awaitable_bridge* next = nullptr;
+
+ protected:
+  awaitable_bridge(const void* k, bool serialised) noexcept : kind(k), serialised_(serialised) {}
+  ~awaitable_bridge() = default;
+
+  asio::cancellation_slot cancellation_slot() noexcept { return signal_.slot(); }
+
+  // The thread's wait for its next await.
+  auto next_await() {
+    return asio::async_initiate<const asio::deferred_t&, void()>(park_initiation{this}, asio::deferred);
+  }
+  bridged_await& current() const noexcept { return *current_; }
+
+  // On the thread, `a` ended: true if its task suspended, to be resumed once the thread parks.
+  bool end_await(bridged_await& a) noexcept {
+    bool suspended;
+    if (serialised_) {
+      suspended = a.phase.load(std::memory_order_relaxed) == bridged_await::task_suspended;
+      if (!suspended) a.phase.store(bridged_await::ended, std::memory_order_relaxed);
+    } else {
+      suspended = a.phase.exchange(bridged_await::ended, std::memory_order_acq_rel) == bridged_await::task_suspended;
+    }
+    if (suspended) to_resume_ = &a;
+    return suspended;
+  }
+
+ private:
+  // word_: the thread is busy (starting, or in an await), parked, or else the await handed to it
+  // while it was busy (a segment's first await, before the thread reached its park).
+  static constexpr std::uintptr_t busy = 0;
+  static constexpr std::uintptr_t parked = 1;
+
+  struct park_initiation {
+    awaitable_bridge* self;
+    template <class Handler>
+    void operator()(Handler&& handler) const {
+      self->park(std::forward<Handler>(handler));
+    }
+  };
+
+  // A task takes every cancellation type: the awaitable gets them all, whatever its filters.
+  struct forward_cancellation {
+    awaitable_bridge* self;
+    void operator()(asio::cancellation_type) const { self->signal_.emit(asio::cancellation_type::all); }
+  };
+
+  // On the task's side: true if the thread is parked (then it is the caller's to resume), else
+  // `a` is left for the thread to take when it parks.
+  bool take_parked(bridged_await& a) noexcept {
+    const auto handed = reinterpret_cast<std::uintptr_t>(&a);
+    if (serialised_) {
+      const bool was_parked = word_.load(std::memory_order_relaxed) == parked;
+      word_.store(was_parked ? busy : handed, std::memory_order_relaxed);
+      return was_parked;
+    }
+    std::uintptr_t expected = parked;
+    if (word_.compare_exchange_strong(expected, busy, std::memory_order_acq_rel)) return true;
+    expected = busy;
+    if (word_.compare_exchange_strong(expected, handed, std::memory_order_acq_rel)) return false;
+    word_.store(busy, std::memory_order_relaxed);  // it parked meanwhile
+    return true;
+  }
+
+  // On the thread, just suspended in next_await().
+  template <class Handler>
+  void park(Handler&& handler) {
+    parked_.hold(std::forward<Handler>(handler));
+    if (closed_) return parked_.reset();
+    bridged_await* resume = std::exchange(to_resume_, nullptr);
+    std::uintptr_t word = busy;
+    if (serialised_) {
+      word = word_.load(std::memory_order_relaxed);
+      word_.store(word == busy ? parked : busy, std::memory_order_relaxed);
+    } else if (!word_.compare_exchange_strong(word, parked, std::memory_order_acq_rel)) {
+      word_.store(busy, std::memory_order_relaxed);
+    }
+    if (word != busy) {
+      // An await was handed over while the thread was busy: it runs now.
+      current_ = reinterpret_cast<bridged_await*>(word);
+      parked_.invoke();
+    }
+    if (resume) {
+      // (Posted: resumed from here, the task could end and close the thread under its own park.)
+      resume->task.context().slot().clear();
+      resume->task.resume_later();
+    }
+  }
+
+  const bool serialised_;
+  bool closed_ = false;
+  std::atomic<std::uintptr_t> word_{busy};
+  bridged_await* current_ = nullptr;
+  bridged_await* to_resume_ = nullptr;
+  parked_handler parked_;
+  asio::cancellation_signal signal_;
+};
+
+template <class T>
+class asio_awaitable_awaiter;
+
+// The thread that awaits a segment's asio::awaitable<T>s.
+template <class T>
+class typed_awaitable_bridge final : public awaitable_bridge {
+ public:
+  static const char kind_tag;
+
+  static typed_awaitable_bridge& start(const asio::any_io_executor& executor, bool serialised) {
+    auto bridge = std::unique_ptr<typed_awaitable_bridge>(new typed_awaitable_bridge(serialised));
+    auto& self = *bridge;
+    asio::co_spawn(executor, loop(std::move(bridge)),
+                   asio::bind_cancellation_slot(self.cancellation_slot(), [](std::exception_ptr) noexcept {}));
+    return self;
+  }
+
+ private:
+  explicit typed_awaitable_bridge(bool serialised) noexcept : awaitable_bridge(&kind_tag, serialised) {}
+
+  static asio::awaitable<void> loop(std::unique_ptr<typed_awaitable_bridge> self) {
+    typed_awaitable_bridge& bridge = *self;
+    // Destroyed in an await (its context is shutting down), the thread lets go of the task.
+    struct abandon_guard {
+      suspended_task* task = nullptr;
+      ~abandon_guard() {
+        if (task) task->let_go();
+      }
+    } guard;
+    for (;;) {
+      co_await bridge.next_await();
+      auto& await = static_cast<asio_awaitable_awaiter<T>&>(bridge.current());
+      guard.task = &await.task;
+      try {
+        if constexpr (std::is_void_v<T>) {
+          co_await std::move(await.awaitable_);
+          await.value_.emplace();
+        } else {
+          await.value_.emplace(co_await std::move(await.awaitable_));
+        }
+      } catch (...) {
+        await.error_ = std::current_exception();
+      }
+      guard.task = nullptr;
+      // Only a task that suspended can have been cancelled in the await. Cancelled, it awaits
+      // nothing more, but the thread's park must not throw.
+      if (bridge.end_await(await)) {
+        const asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
+        if (state.cancelled() != asio::cancellation_type::none) co_await asio::this_coro::throw_if_cancelled(false);
+      }
+    }
+  }
+};
+
+template <class T>
+const char typed_awaitable_bridge<T>::kind_tag = 0;
+
+// The segment's thread for awaitable<T>s (moved to the front of its list: a task usually awaits
+// one kind many times).
+template <class T>
+typed_awaitable_bridge<T>& awaitable_bridge_for(task_context& context) {
+  using bridge = typed_awaitable_bridge<T>;
+  awaitable_bridge*& first = context.awaitable_bridges();
+  if (first && first->kind == &bridge::kind_tag) [[likely]]
+    return static_cast<bridge&>(*first);
+  for (awaitable_bridge** link = &first; *link; link = &(*link)->next) {
+    if ((*link)->kind == &bridge::kind_tag) {
+      awaitable_bridge* found = *link;
+      *link = found->next;
+      found->next = std::exchange(first, found);
+      return static_cast<bridge&>(*found);
+    }
+  }
+  bridge& made = bridge::start(context.executor(), context.can_host());
+  made.next = std::exchange(first, &made);
+  return made;
+}
+
+// The awaiter of `co_await a` in a task, for an asio::awaitable<T> on any_io_executor.
+template <class T>
+class asio_awaitable_awaiter final : public bridged_await {
+ public:
+  asio_awaitable_awaiter(asio::awaitable<T> a, task_context& context) noexcept
+      : awaitable_(std::move(a)), context_(context) {}
+
+  // The awaitable starts here, before the task suspends: most complete at once, and then the task
+  // does not suspend at all.
+  bool await_ready() {
+    context_.throw_if_cancelled();
+    thread_ = &awaitable_bridge_for<T>(context_);
+    thread_->begin(*this);
+    return phase.load(std::memory_order_acquire) == ended;
+  }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
+    task.keep(coroutine);
+    if (thread_->suspend(*this, context_)) return true;
+    task.let_go();  // (the running segment holds its frames too)
+    return false;
+  }
+
+  T await_resume() {
+    if (error_) std::rethrow_exception(std::move(error_));
+    if constexpr (!std::is_void_v<T>) return std::move(*value_);
+  }
+
+ private:
+  friend class typed_awaitable_bridge<T>;
+
+  asio::awaitable<T> awaitable_;
+  task_context& context_;
+  awaitable_bridge* thread_ = nullptr;
+  struct no_value {};
+  std::optional<std::conditional_t<std::is_void_v<T>, no_value, T>> value_;
+  std::exception_ptr error_;
+};
+
+}  // namespace coral::detail
