@@ -20,8 +20,7 @@ int main(int argc, char* argv[]) {
     const std::string_view name = argv[i];
     if (name == "--backlog-bytes" && i + 1 < argc) {
       // (At least what the longest line costs: a smaller cap would drop every client on one line.)
-      chat.backlog_limit =
-          std::max<std::size_t>(cost_of(std::string(max_line, 'x')), std::strtoull(argv[++i], nullptr, 10));
+      chat.backlog_limit = std::max<std::size_t>(longest_line_cost, std::strtoull(argv[++i], nullptr, 10));
     } else if (name == "--idle-timeout-ms") {
       // (server.hpp's option, which the other demos use.)
       std::fprintf(stderr, "chat_server: a client that only listens is not idle; there is no --idle-timeout-ms\n");

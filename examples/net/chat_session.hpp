@@ -35,6 +35,8 @@ inline constexpr std::size_t queued_line_cost = sizeof(std::string) + 32;
 inline std::size_t cost_of(const std::string& line) {
   return line.size() + queued_line_cost;
 }
+// The smallest backlog that can hold any line a client may send.
+inline constexpr std::size_t longest_line_cost = max_line + queued_line_cost;
 
 struct chat_options {
   std::size_t backlog_limit = 1024 * 1024;

@@ -48,23 +48,8 @@ class sync_state {
   // if any, this wake-up wins (left in `n`: how many more were asked for than there were). Those
   // whose race another branch won are unlinked onto `losers`. Both lists are linked through `next`.
   queued_waiter* take_winners(std::size_t& n, task_context* waker, queued_waiter*& losers) noexcept {
-    waiter_node* taken = nullptr;
-    waiter_node** tail = &taken;
-    for (queued_waiter* w = waiters_.first(); w && n > 0;) {
-      queued_waiter& candidate = *std::exchange(w, static_cast<queued_waiter*>(w->next));
-      // (A waiter whose context is shutting down stays for the shutdown to take out.)
-      if (!candidate.claim_for_wake(waker)) continue;
-      waiters_.remove(candidate);
-      if (!candidate.ticket.claim()) {
-        candidate.next = losers;
-        losers = &candidate;
-        continue;
-      }
-      *tail = &candidate;
-      tail = &candidate.next;
-      --n;
-    }
-    return static_cast<queued_waiter*>(taken);
+    // (A waiter whose context is shutting down stays for the shutdown to take out.)
+    return waiters_.take_front(n, waker, losers, [](queued_waiter& w) noexcept { return w.ticket.claim(); });
   }
 
   // Completes what take_winners took out, with no lock held.

@@ -43,12 +43,24 @@ class waiter_queue {
   // there were. Waiters it may not wake stay queued.
   template <class Waker>
   Waiter* take_front(std::size_t& n, Waker* waker) noexcept {
+    Waiter* none = nullptr;
+    return take_front(n, waker, none, [](Waiter&) noexcept { return true; });
+  }
+  // As take_front, for waiters that may have lost a race: one for which `wins` is false is
+  // unlinked onto `losers` (linked through `next`) instead, and does not count.
+  template <class Waker, class Wins>
+  Waiter* take_front(std::size_t& n, Waker* waker, Waiter*& losers, Wins wins) noexcept {
     waiter_node* taken = nullptr;
     waiter_node** tail = &taken;
     for (Waiter* w = first(); w && n > 0;) {
       Waiter& candidate = *std::exchange(w, static_cast<Waiter*>(w->next));
       if (!candidate.claim_for_wake(waker)) continue;
       remove(candidate);
+      if (!wins(candidate)) {
+        candidate.next = losers;
+        losers = &candidate;
+        continue;
+      }
       *tail = &candidate;
       tail = &candidate.next;
       --n;
