@@ -407,6 +407,35 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_nothing_can_cancel_awaits_asio_awaitables_o
   BOOST_TEST(lifetime::alive == 0);
 }
 
+// An awaitable may move itself to another executor (bind_executor) and end there, on another
+// thread, racing the task's own suspension; the task still resumes on its executor.
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_that_ends_on_another_executor_resumes_the_task_on_its_own, Place,
+                              every_place) {
+  Place place;
+  asio::thread_pool elsewhere(2);
+  // Counts the awaits that did not start on the task's executor.
+  auto hop_and_return = [](asio::thread_pool::executor_type to, int v, int& off) -> asio::awaitable<int> {
+    if (!running_in(co_await asio::this_coro::executor)) ++off;
+    co_await asio::post(asio::bind_executor(to, asio::use_awaitable));
+    co_return v;
+  };
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::pair<long, int>> {
+    const asio::any_io_executor own = co_await coral::this_task::executor;
+    long sum = 0;
+    int off_executor = 0;
+    for (int i = 0; i < 400; ++i) {
+      sum += co_await hop_and_return(elsewhere.get_executor(), i, off_executor);
+      if (!running_in(own)) ++off_executor;
+      sum += co_await ready_value(1);  // the thread parked where the awaitable ended
+    }
+    co_return std::pair{sum, off_executor};
+  });
+  const auto [sum, off_executor] = get_within(std::move(j));
+  BOOST_TEST(sum == 399L * 400 / 2 + 400);
+  BOOST_TEST(off_executor == 0);
+  elsewhere.join();
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_reaches_the_asio_awaitable_it_waits_in_and_later_awaits_fail, Place,
                               every_place) {
   Place place;

@@ -63,6 +63,12 @@ class parked_handler {
       static_cast<H*>(p)->~H();
       std::move(h)();
     };
+    post_ = [](void* p) {
+      H h(std::move(*static_cast<H*>(p)));
+      static_cast<H*>(p)->~H();
+      const auto executor = asio::get_associated_executor(h);
+      asio::post(executor, std::move(h));
+    };
     // (Off the storage first: the thread's frames, which may hold the storage, can be destroyed on
     // another thread as soon as the handler lets go of them.)
     destroy_ = [](void* p) noexcept {
@@ -75,13 +81,21 @@ class parked_handler {
   // this returns if its await ends at once.
   void invoke() {
     destroy_ = nullptr;
+    post_ = nullptr;
     std::exchange(invoke_, nullptr)(storage_);
+  }
+
+  // Resumes the thread through its executor (the handler's associated executor).
+  void post() {
+    destroy_ = nullptr;
+    invoke_ = nullptr;
+    std::exchange(post_, nullptr)(storage_);
   }
 
   // Lets go of the thread without resuming it: Asio destroys its frames on its executor.
   void reset() noexcept {
     if (destroy_) {
-      invoke_ = nullptr;
+      invoke_ = post_ = nullptr;
       std::exchange(destroy_, nullptr)(storage_);
     }
   }
@@ -89,39 +103,54 @@ class parked_handler {
  private:
   alignas(std::max_align_t) unsigned char storage_[2 * sizeof(void*)];
   void (*invoke_)(void*) = nullptr;
+  void (*post_)(void*) = nullptr;
   void (*destroy_)(void*) noexcept = nullptr;
 };
+
+class awaitable_bridge;
+
+// The bridge whose begin() runs on this thread now: an await that ends while this is its own
+// bridge ended on the task's thread before the task could suspend. (An awaitable may also end on
+// another thread: one that moved itself to another executor with bind_executor.)
+inline constinit thread_local awaitable_bridge* bridge_in_begin = nullptr;
 
 // What a thread is to its segment, whatever it awaits (the segment keeps a list of them).
 class awaitable_bridge {
  public:
   // On the segment's executor: runs `a` on the thread, to its end or to its first wait.
   void begin(bridged_await& a) {
+    if (!take_parked(a)) return;  // (handed over: the thread takes `a` from word_)
     current_ = &a;
-    if (take_parked(a)) parked_.invoke();
+    struct mark {
+      awaitable_bridge* outer;
+      ~mark() { bridge_in_begin = outer; }
+    } restore{std::exchange(bridge_in_begin, this)};
+    parked_.invoke();
   }
 
   // Then, unless `a` ended, with `a.task` holding the task: true if the thread resumes the task
-  // when `a` ends, false if it ended meanwhile.
+  // when `a` ends (the task's cancellation reaches the awaitable meanwhile), false if it ended.
   bool suspend(bridged_await& a, task_context& context) {
-    if (serialised_) {
-      if (a.phase.load(std::memory_order_relaxed) == bridged_await::ended) return false;
-      if (context.op_slot().is_connected()) context.slot().assign(forward_cancellation{this});
-      a.phase.store(bridged_await::task_suspended, std::memory_order_relaxed);
+    // (Nothing cancels a segment that runs on a multi-threaded executor without a strand, and
+    // only such a segment could be resumed, on another thread, before this returns.)
+    const bool listen = context.op_slot().is_connected();
+    if (listen) context.slot().assign(forward_cancellation{this});
+    if (a.phase.exchange(bridged_await::task_suspended, std::memory_order_acq_rel) != bridged_await::ended) {
       return true;
     }
-    // (Nothing cancels a segment that is not serialised: see place().)
-    return a.phase.exchange(bridged_await::task_suspended, std::memory_order_acq_rel) != bridged_await::ended;
+    if (listen) context.slot().clear();
+    return false;
   }
 
   // The segment leaves its context: a parked thread goes (Asio destroys its frames on its
-  // executor, this object with them); one in an await goes with the operation it waits on.
+  // executor, this object with them); one still on its way to its park goes there, and one in an
+  // await goes with the operation it waits on.
   void close() noexcept {
-    if (word_.load(std::memory_order_acquire) == parked) {
+    std::uintptr_t word = busy;
+    if (word_.compare_exchange_strong(word, closed, std::memory_order_acq_rel)) return;
+    if (word == parked) {
       word_.store(busy, std::memory_order_relaxed);
       parked_.reset();
-    } else {
-      closed_ = true;
     }
   }
 
@@ -130,7 +159,7 @@ class awaitable_bridge {
   awaitable_bridge* next = nullptr;
 
  protected:
-  awaitable_bridge(const void* k, bool serialised) noexcept : kind(k), serialised_(serialised) {}
+  explicit awaitable_bridge(const void* k) noexcept : kind(k) {}
   ~awaitable_bridge() = default;
 
   asio::cancellation_slot cancellation_slot() noexcept { return signal_.slot(); }
@@ -139,26 +168,37 @@ class awaitable_bridge {
   auto next_await() {
     return asio::async_initiate<const asio::deferred_t&, void()>(park_initiation{this}, asio::deferred);
   }
-  bridged_await& current() const noexcept { return *current_; }
 
-  // On the thread, `a` ended: true if its task suspended, to be resumed once the thread parks.
-  bool end_await(bridged_await& a) noexcept {
-    bool suspended;
-    if (serialised_) {
-      suspended = a.phase.load(std::memory_order_relaxed) == bridged_await::task_suspended;
-      if (!suspended) a.phase.store(bridged_await::ended, std::memory_order_relaxed);
-    } else {
-      suspended = a.phase.exchange(bridged_await::ended, std::memory_order_acq_rel) == bridged_await::task_suspended;
+  // The thread's frames are being destroyed (its context is shutting down): the task waiting in
+  // its await, if any, is let go, as an Asio operation's handler destroyed uninvoked lets go.
+  void abandon() noexcept {
+    if (std::exchange(in_await_, false)) current_->task.let_go();
+  }
+
+  // On the thread, resumed from its park: the await it was resumed for.
+  bridged_await& start_await() noexcept {
+    in_await_ = true;
+    return *current_;
+  }
+
+  // On the thread, `a` ended: unless that was on the task's thread within begin(), the task may
+  // have suspended, to be resumed once the thread parks.
+  void end_await(bridged_await& a) noexcept {
+    in_await_ = false;
+    if (bridge_in_begin == this) {
+      a.phase.store(bridged_await::ended, std::memory_order_relaxed);
+    } else if (a.phase.exchange(bridged_await::ended, std::memory_order_acq_rel) == bridged_await::task_suspended) {
+      to_resume_ = &a;
     }
-    if (suspended) to_resume_ = &a;
-    return suspended;
   }
 
  private:
   // word_: the thread is busy (starting, or in an await), parked, or else the await handed to it
   // while it was busy (a segment's first await, before the thread reached its park).
+  // Or closed: the segment left its context while the thread was busy.
   static constexpr std::uintptr_t busy = 0;
   static constexpr std::uintptr_t parked = 1;
+  static constexpr std::uintptr_t closed = 2;
 
   struct park_initiation {
     awaitable_bridge* self;
@@ -175,18 +215,17 @@ class awaitable_bridge {
   };
 
   // On the task's side: true if the thread is parked (then it is the caller's to resume), else
-  // `a` is left for the thread to take when it parks.
+  // `a` is left for the thread to take when it parks. (A parked thread touches nothing until it
+  // is resumed; it parked before the task's previous await let the task go on.)
   bool take_parked(bridged_await& a) noexcept {
-    const auto handed = reinterpret_cast<std::uintptr_t>(&a);
-    if (serialised_) {
-      const bool was_parked = word_.load(std::memory_order_relaxed) == parked;
-      word_.store(was_parked ? busy : handed, std::memory_order_relaxed);
-      return was_parked;
+    if (word_.load(std::memory_order_acquire) == parked) {
+      word_.store(busy, std::memory_order_relaxed);
+      return true;
     }
-    std::uintptr_t expected = parked;
-    if (word_.compare_exchange_strong(expected, busy, std::memory_order_acq_rel)) return true;
-    expected = busy;
-    if (word_.compare_exchange_strong(expected, handed, std::memory_order_acq_rel)) return false;
+    std::uintptr_t expected = busy;
+    if (word_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&a), std::memory_order_acq_rel)) {
+      return false;
+    }
     word_.store(busy, std::memory_order_relaxed);  // it parked meanwhile
     return true;
   }
@@ -194,31 +233,30 @@ class awaitable_bridge {
   // On the thread, just suspended in next_await().
   template <class Handler>
   void park(Handler&& handler) {
-    parked_.hold(std::forward<Handler>(handler));
-    if (closed_) return parked_.reset();
     bridged_await* resume = std::exchange(to_resume_, nullptr);
+    parked_.hold(std::forward<Handler>(handler));
     std::uintptr_t word = busy;
-    if (serialised_) {
-      word = word_.load(std::memory_order_relaxed);
-      word_.store(word == busy ? parked : busy, std::memory_order_relaxed);
+    if (bridge_in_begin == this) {
+      word_.store(parked, std::memory_order_relaxed);  // (the task, on this thread, took it busy)
     } else if (!word_.compare_exchange_strong(word, parked, std::memory_order_acq_rel)) {
       word_.store(busy, std::memory_order_relaxed);
+      if (word == closed) {
+        parked_.reset();
+      } else {
+        // An await was handed over while the thread was busy (on its way here from an await that
+        // ended on another executor, or not started yet): it starts on the task's executor.
+        current_ = reinterpret_cast<bridged_await*>(word);
+        in_await_ = true;
+        parked_.post();
+      }
     }
-    if (word != busy) {
-      // An await was handed over while the thread was busy: it runs now.
-      current_ = reinterpret_cast<bridged_await*>(word);
-      parked_.invoke();
-    }
-    if (resume) {
-      // (Posted: resumed from here, the task could end and close the thread under its own park.)
-      resume->task.context().slot().clear();
-      resume->task.resume_later();
-    }
+    // (Posted, also where this is the task's executor: resumed from here, the task could end and
+    // close the thread under its own park.)
+    if (resume) resume->task.resume_later();
   }
 
-  const bool serialised_;
-  bool closed_ = false;
   std::atomic<std::uintptr_t> word_{busy};
+  bool in_await_ = false;
   bridged_await* current_ = nullptr;
   bridged_await* to_resume_ = nullptr;
   parked_handler parked_;
@@ -234,8 +272,8 @@ class typed_awaitable_bridge final : public awaitable_bridge {
  public:
   static const char kind_tag;
 
-  static typed_awaitable_bridge& start(const asio::any_io_executor& executor, bool serialised) {
-    auto bridge = std::unique_ptr<typed_awaitable_bridge>(new typed_awaitable_bridge(serialised));
+  static typed_awaitable_bridge& start(const asio::any_io_executor& executor) {
+    auto bridge = std::unique_ptr<typed_awaitable_bridge>(new typed_awaitable_bridge());
     auto& self = *bridge;
     asio::co_spawn(executor, loop(std::move(bridge)),
                    asio::bind_cancellation_slot(self.cancellation_slot(), [](std::exception_ptr) noexcept {}));
@@ -243,21 +281,23 @@ class typed_awaitable_bridge final : public awaitable_bridge {
   }
 
  private:
-  explicit typed_awaitable_bridge(bool serialised) noexcept : awaitable_bridge(&kind_tag, serialised) {}
+  typed_awaitable_bridge() noexcept : awaitable_bridge(&kind_tag) {}
 
   static asio::awaitable<void> loop(std::unique_ptr<typed_awaitable_bridge> self) {
     typed_awaitable_bridge& bridge = *self;
-    // Destroyed in an await (its context is shutting down), the thread lets go of the task.
     struct abandon_guard {
-      suspended_task* task = nullptr;
-      ~abandon_guard() {
-        if (task) task->let_go();
-      }
-    } guard;
+      typed_awaitable_bridge& bridge;
+      ~abandon_guard() { bridge.abandon(); }
+    } guard{bridge};
     for (;;) {
+      // The park must not throw if an await was cancelled (and must not read the cancellation
+      // state: once the awaitable has moved itself to another executor, the task's thread may be
+      // cancelling it): what the awaitables set is kept aside meanwhile.
+      const bool throws = co_await asio::this_coro::throw_if_cancelled();
+      co_await asio::this_coro::throw_if_cancelled(false);
       co_await bridge.next_await();
-      auto& await = static_cast<asio_awaitable_awaiter<T>&>(bridge.current());
-      guard.task = &await.task;
+      co_await asio::this_coro::throw_if_cancelled(throws);
+      auto& await = static_cast<asio_awaitable_awaiter<T>&>(bridge.start_await());
       try {
         if constexpr (std::is_void_v<T>) {
           co_await std::move(await.awaitable_);
@@ -268,13 +308,7 @@ class typed_awaitable_bridge final : public awaitable_bridge {
       } catch (...) {
         await.error_ = std::current_exception();
       }
-      guard.task = nullptr;
-      // Only a task that suspended can have been cancelled in the await. Cancelled, it awaits
-      // nothing more, but the thread's park must not throw.
-      if (bridge.end_await(await)) {
-        const asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
-        if (state.cancelled() != asio::cancellation_type::none) co_await asio::this_coro::throw_if_cancelled(false);
-      }
+      bridge.end_await(await);
     }
   }
 };
@@ -298,7 +332,7 @@ typed_awaitable_bridge<T>& awaitable_bridge_for(task_context& context) {
       return static_cast<bridge&>(*found);
     }
   }
-  bridge& made = bridge::start(context.executor(), context.can_host());
+  bridge& made = bridge::start(context.executor());
   made.next = std::exchange(first, &made);
   return made;
 }
@@ -322,12 +356,14 @@ class asio_awaitable_awaiter final : public bridged_await {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
     task.keep(coroutine);
-    if (thread_->suspend(*this, context_)) return true;
+    if (thread_->suspend(*this, context_)) return suspended_ = true;
     task.let_go();  // (the running segment holds its frames too)
     return false;
   }
 
   T await_resume() {
+    // (The thread resumed the task by posting it: it forwarded cancellation until then.)
+    if (suspended_) context_.slot().clear();
     if (error_) std::rethrow_exception(std::move(error_));
     if constexpr (!std::is_void_v<T>) return std::move(*value_);
   }
@@ -338,6 +374,7 @@ class asio_awaitable_awaiter final : public bridged_await {
   asio::awaitable<T> awaitable_;
   task_context& context_;
   awaitable_bridge* thread_ = nullptr;
+  bool suspended_ = false;
   struct no_value {};
   std::optional<std::conditional_t<std::is_void_v<T>, no_value, T>> value_;
   std::exception_ptr error_;
