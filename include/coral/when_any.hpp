@@ -110,13 +110,14 @@ inline std::size_t select_random_below(std::size_t n) noexcept {
   return static_cast<std::size_t>(((state >> 32) * n) >> 32);
 }
 
-// A channel operation a select can attempt before anything waits.
+// An operation a select can attempt before anything waits: a channel operation, a lock, a permit
+// or an event wait.
 template <class A>
 concept pollable = requires(A& a, task_context& waker) {
   { a.poll(waker) } -> std::same_as<bool>;
 };
 
-// when_any with channel operations among its arguments. As Go's select, it first attempts them
+// when_any with such operations among its arguments. As Go's select, it first attempts them
 // in a random order (a uniform permutation per call): one that can happen at once wins without
 // any child task, and the other arguments never start. Otherwise the join runs as above.
 template <class... A>

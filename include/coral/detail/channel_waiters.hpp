@@ -30,23 +30,11 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
   // follows. A branch that lost its race ends this way, without an exception.
   bool lost_race() noexcept {
     if (this->error != asio::error::operation_aborted || this->exception) return false;
-    finish();
+    this->finish();
     return true;
   }
 
  protected:
-  // A select's first pass over its branches, before anything waits: the operation is attempted
-  // without waiting (nothing is queued). True if it happened or failed at once; await_resume
-  // then says which, without the task having suspended.
-  template <class Operation>
-  bool poll_with(task_context& waker, Operation operation) {
-    polled_ = operation(*this->state_, &waker);
-    return polled_;
-  }
-  void finish() noexcept {
-    if (!polled_) this->finish_waiting();
-  }
-
   // Rethrows a failure of T's move, or throws `error` (the operation's). The common case (no
   // failure) is an inline test.
   void check(const char* what) {
@@ -59,9 +47,6 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
     if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
     if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);
   }
-
- private:
-  bool polled_ = false;
 };
 
 template <class T>

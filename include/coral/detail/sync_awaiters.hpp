@@ -36,8 +36,13 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
     });
   }
 
+  // A select's first pass: takes a permit if one is free (never before a waiting task).
+  bool poll(task_context& waker) {
+    return this->poll_with(waker, [this](permit_state& s, task_context*) { return attempted_ = s.try_acquire(); });
+  }
+
   void await_resume() {
-    this->finish_waiting();
+    this->finish();
     attempted_ = false;  // the permit, if any, is the task's now
     throw_if_failed(this->error, what_);
   }
@@ -78,8 +83,13 @@ class event_awaiter : public task_waiter<event_state, queued_waiter> {
     return this->suspend_on(coroutine, [this](event_state& s, task_context*) { return s.wait(*this); });
   }
 
+  // A select's first pass: done if the event is set.
+  bool poll(task_context& waker) {
+    return this->poll_with(waker, [](event_state& s, task_context*) { return s.is_set(); });
+  }
+
   void await_resume() {
-    this->finish_waiting();
+    this->finish();
     throw_if_failed(this->error, "coral::event: wait");
   }
 

@@ -140,11 +140,25 @@ class task_waiter : public Waiter, public external_wait {
     return true;
   }
 
+  // A select's first pass over its branches, before anything waits: the operation is attempted
+  // without waiting (nothing is queued). True if it happened or failed at once; await_resume
+  // then says which, without the task having suspended.
+  template <class Operation>
+  bool poll_with(task_context& waker, Operation operation) {
+    polled_ = operation(*state_, &waker);
+    return polled_;
+  }
+
+  // On the task's executor, once the operation is complete (waited for, or polled).
+  void finish() noexcept {
+    if (!polled_) finish_waiting();
+  }
+
   // For a branch of a race (an awaiter's lost_race): true, with the wait finished, if the operation
   // failed with operation_aborted and so did not happen (it lost its race, or was cancelled).
   bool finish_if_aborted() noexcept {
     if (this->error != asio::error::operation_aborted) return false;
-    finish_waiting();
+    finish();
     return true;
   }
 
@@ -160,6 +174,7 @@ class task_waiter : public Waiter, public external_wait {
 
  private:
   suspended_task task_;
+  bool polled_ = false;
 };
 
 }  // namespace coral::detail
