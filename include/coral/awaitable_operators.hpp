@@ -31,7 +31,10 @@ namespace coral {
 // Unlike Asio's `||` (which waits for the first *success*, and loses a value that completes while
 // another operand wins), coral's `||` is when_any: the first operand to end wins, with a value or
 // an exception, the other is cancelled and awaited, and channel operations among the operands are
-// lossless. A task is not a truth value: `bool r = a() || b();` does not compile.
+// lossless. A chain is a select of a select: in `a || b || c` the operand `a || b` is a task, so
+// when all three are ready `c` wins (a select tries its ready operations before it starts tasks);
+// `when_any(a, b, c)` chooses among ready operations uniformly. A task is not a truth value:
+// `bool r = a() || b();` does not compile.
 
 namespace detail {
 
