@@ -58,53 +58,34 @@ class parked_handler {
     using H = std::decay_t<Handler>;
     static_assert(sizeof(H) <= sizeof(storage_) && alignof(H) <= alignof(std::max_align_t));
     ::new (static_cast<void*>(storage_)) H(std::forward<Handler>(handler));
-    invoke_ = [](void* p) {
+    // The handler leaves the storage first, whatever is done with it: the thread may park in the
+    // storage again before the call returns, and its frames (which hold the storage) may be
+    // destroyed on another thread as soon as the handler lets go of them.
+    take_ = [](void* p, use how) {
       H h(std::move(*static_cast<H*>(p)));
       static_cast<H*>(p)->~H();
-      std::move(h)();
-    };
-    post_ = [](void* p) {
-      H h(std::move(*static_cast<H*>(p)));
-      static_cast<H*>(p)->~H();
-      const auto executor = asio::get_associated_executor(h);
-      asio::post(executor, std::move(h));
-    };
-    // (Off the storage first: the thread's frames, which may hold the storage, can be destroyed on
-    // another thread as soon as the handler lets go of them.)
-    destroy_ = [](void* p) noexcept {
-      H h(std::move(*static_cast<H*>(p)));
-      static_cast<H*>(p)->~H();
+      if (how == use::invoke) {
+        std::move(h)();
+      } else if (how == use::post) {
+        const auto executor = asio::get_associated_executor(h);
+        asio::post(executor, std::move(h));
+      }
     };
   }
 
-  // Resumes the thread. The handler leaves the storage first: the thread parks in it again before
-  // this returns if its await ends at once.
-  void invoke() {
-    destroy_ = nullptr;
-    post_ = nullptr;
-    std::exchange(invoke_, nullptr)(storage_);
-  }
-
+  // Resumes the thread here.
+  void invoke() { std::exchange(take_, nullptr)(storage_, use::invoke); }
   // Resumes the thread through its executor (the handler's associated executor).
-  void post() {
-    destroy_ = nullptr;
-    invoke_ = nullptr;
-    std::exchange(post_, nullptr)(storage_);
-  }
-
+  void post() { std::exchange(take_, nullptr)(storage_, use::post); }
   // Lets go of the thread without resuming it: Asio destroys its frames on its executor.
   void reset() noexcept {
-    if (destroy_) {
-      invoke_ = post_ = nullptr;
-      std::exchange(destroy_, nullptr)(storage_);
-    }
+    if (take_) std::exchange(take_, nullptr)(storage_, use::destroy);
   }
 
  private:
+  enum class use { invoke, post, destroy };
   alignas(std::max_align_t) unsigned char storage_[2 * sizeof(void*)];
-  void (*invoke_)(void*) = nullptr;
-  void (*post_)(void*) = nullptr;
-  void (*destroy_)(void*) noexcept = nullptr;
+  void (*take_)(void*, use) = nullptr;
 };
 
 class awaitable_bridge;
@@ -356,7 +337,10 @@ class asio_awaitable_awaiter final : public bridged_await {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
     task.keep(coroutine);
-    if (thread_->suspend(*this, context_)) return suspended_ = true;
+    // (Set before the hand-over: once it is made, the task may be resumed on another thread.)
+    suspended_ = true;
+    if (thread_->suspend(*this, context_)) return true;
+    suspended_ = false;
     task.let_go();  // (the running segment holds its frames too)
     return false;
   }
