@@ -186,3 +186,5 @@ async_generator<T> detail::async_generator_promise<T>::get_return_object() noexc
 }
 
 }  // namespace coral
+
+#include "coral/impl/promise.hpp"

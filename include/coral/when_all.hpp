@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "coral/detail/join_awaiter.hpp"
+#include "coral/impl/join.hpp"
 #include "coral/task.hpp"
 
 namespace coral {

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "coral/detail/join_awaiter.hpp"
+#include "coral/impl/join.hpp"
 #include "coral/task.hpp"
 
 namespace coral {

@@ -6,8 +6,8 @@
 
 #include "coral/detail/deadline.hpp"
 #include "coral/detail/deadline_watch.hpp"
-#include "coral/detail/join_awaiter.hpp"
 #include "coral/error.hpp"
+#include "coral/impl/join.hpp"
 #include "coral/sleep.hpp"
 #include "coral/task.hpp"
 #include "coral/when_any.hpp"

@@ -1,0 +1,249 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/bind_allocator.hpp>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "coral/detail/asio.hpp"
+#include "coral/detail/context_gate.hpp"
+#include "coral/detail/executors.hpp"
+#include "coral/detail/job_state.hpp"
+#include "coral/detail/promise.hpp"
+#include "coral/detail/task_awaiter.hpp"
+
+namespace coral::detail {
+
+// The completion signature of a task as an asynchronous operation (spawn with a token).
+template <class T>
+struct spawn_signature {
+  using type = void(std::exception_ptr, T);
+};
+template <>
+struct spawn_signature<void> {
+  using type = void(std::exception_ptr);
+};
+template <class T>
+using spawn_signature_t = typename spawn_signature<T>::type;
+
+// A task or a callable returning one.
+template <class A>
+concept task_source = is_task_v<std::remove_cvref_t<A>> || is_task_v<std::remove_cvref_t<std::invoke_result_t<A&>>>;
+
+template <class A>
+struct task_of {
+  using type = std::remove_cvref_t<A>;
+};
+template <class A>
+requires(!is_task_v<std::remove_cvref_t<A>>) struct task_of<A> {
+  using type = std::remove_cvref_t<std::invoke_result_t<A&>>;
+};
+template <class A>
+using task_of_t = typename task_of<A>::type;
+
+// Creates the root of a spawned task, with one object reference for the caller, not started yet.
+// If the callable throws, nothing is left behind (no state, no outstanding work).
+// `cancellable`: whether anything will be able to cancel the task (a job handle, a slot).
+template <class Source>
+auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable) {
+  using task_type = task_of_t<Source>;
+  using T = typename task_type::value_type;
+  if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
+    if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
+    auto* state = new job_state<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable));
+    state->attach(task_type(std::move(source)).release());
+    state->add_ref();
+    return state;
+  } else {
+    using F = std::remove_cvref_t<Source>;
+    auto* state = new factory_job_state<T, F>(
+        place(bound_executor<task_type>().value_or(std::move(executor)), cancellable), std::forward<Source>(source));
+    try {
+      task_type t = state->make_task();
+      if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");
+      state->attach(t.release());
+    } catch (...) {
+      state->release();
+      throw;
+    }
+    state->add_ref();
+    return static_cast<job_state<T>*>(state);
+  }
+}
+
+// Installed in the completion handler's cancellation slot: emitting it cancels the task, as with
+// asio::co_spawn (so spawned tasks work in asio::experimental::parallel_group and the like).
+template <class T>
+class spawn_cancellation {
+ public:
+  explicit spawn_cancellation(job_state<T>* state) noexcept : state_(state) { state_->add_ref(); }
+  spawn_cancellation(const spawn_cancellation&) = delete;
+  spawn_cancellation& operator=(const spawn_cancellation&) = delete;
+  ~spawn_cancellation() { state_->release(); }
+  void operator()(asio::cancellation_type) const {
+    if (!state_->done()) state_->cancel();
+  }
+
+ private:
+  job_state<T>* state_;
+};
+
+// Dispatches `f` to `executor` with the memory of `allocator`. A handler without an allocator of
+// its own (std::allocator) leaves it to Asio, which then recycles per-thread memory.
+template <class Executor, class Allocator, class F>
+void dispatch_with(const Executor& executor, const Allocator& allocator, F&& f) {
+  if constexpr (std::is_same_v<Allocator, std::allocator<void>>) {
+    asio::dispatch(executor, std::forward<F>(f));
+  } else {
+    asio::dispatch(executor, asio::bind_allocator(allocator, std::forward<F>(f)));
+  }
+}
+
+// A spawn's completion handler while its task runs: a member of the gate of the handler's context.
+// Whoever claims it first has the handler: the task's end (which dispatches it), or that context's
+// shutdown (which destroys it then, while the context exists: destroying a handler may post to
+// its executor, as an asio::awaitable's does). Allocated with the handler's allocator.
+template <class Handler, class Work, class Allocator>
+class pending_completion final : public gate_member {
+ public:
+  pending_completion(Handler h, Work w, const Allocator& a)
+      : handler(std::move(h)), work(std::move(w)), allocator_(a) {}
+
+  std::optional<Handler> handler;
+  std::optional<Work> work;
+
+  void abandon() noexcept override {
+    handler.reset();
+    work.reset();
+  }
+  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    rebound a(allocator_);
+    std::allocator_traits<rebound>::destroy(a, this);
+    std::allocator_traits<rebound>::deallocate(a, this, 1);
+  }
+
+  static pending_completion* make(Handler h, Work w, const Allocator& allocator) {
+    rebound a(allocator);
+    auto* p = std::allocator_traits<rebound>::allocate(a, 1);
+    try {
+      std::allocator_traits<rebound>::construct(a, p, std::move(h), std::move(w), allocator);
+    } catch (...) {
+      std::allocator_traits<rebound>::deallocate(a, p, 1);
+      throw;
+    }
+    return p;
+  }
+
+ private:
+  using rebound = typename std::allocator_traits<Allocator>::template rebind_alloc<pending_completion>;
+  std::atomic<int> refs_{1};
+  Allocator allocator_;
+};
+
+// The task's reference to its pending completion: if the task goes without ending (its own
+// context shut down), the handler is destroyed here, unless that of the handler's context has.
+template <class Pending>
+class pending_reference {
+ public:
+  pending_reference(Pending* p, std::shared_ptr<context_gate> gate) noexcept : p_(p), gate_(std::move(gate)) {}
+  pending_reference(pending_reference&& other) noexcept
+      : p_(std::exchange(other.p_, nullptr)), gate_(std::move(other.gate_)) {}
+  pending_reference& operator=(pending_reference&&) = delete;
+  ~pending_reference() {
+    if (!p_) return;
+    gate_->claim(
+        *p_, [this] { p_->abandon(); }, [this] { p_->abandon(); });
+    p_->release();
+  }
+  Pending& operator*() const noexcept { return *p_; }
+  context_gate& gate() const noexcept { return *gate_; }
+
+ private:
+  Pending* p_;
+  std::shared_ptr<context_gate> gate_;
+};
+
+struct initiate_spawn {
+  template <class Handler, class Source>
+  void operator()(Handler handler, asio::any_io_executor executor, Source source) const {
+    using T = typename task_of_t<Source>::value_type;
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto* state = make_root(executor, std::move(source), slot.is_connected());
+    if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
+    // As with any Asio operation, the pending completion is outstanding work on the handler's
+    // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
+    // The work travels with the dispatched completion and ends there. The dispatch goes through
+    // the gate of the handler's context: once the handler has run, its owner may destroy that
+    // context, which then waits for the dispatch to return.
+    auto work =
+        asio::prefer(asio::get_associated_executor(handler, executor), asio::execution::outstanding_work.tracked);
+    auto gate = gate_of(asio::query(work, asio::execution::context));
+    // Coral's own memory for the operation (the handler's keeping and its dispatch) comes from the
+    // handler's associated allocator, as for any Asio operation.
+    auto allocator = asio::get_associated_allocator(handler);
+    using pending_type = pending_completion<Handler, decltype(work), decltype(allocator)>;
+    auto* pending = pending_type::make(std::move(handler), std::move(work), allocator);
+    // (A context already shutting down takes no completion: its handler goes now, unrun.)
+    if (!gate->link(*pending)) pending->abandon();
+    state->when_done(
+        [pending = pending_reference<pending_type>(pending, std::move(gate)), slot,
+         allocator](job_state<T>& s) mutable {
+          // The handler observes the outcome, even asio::detached, which asks for it to be
+          // dropped (silent, as co_spawn's).
+          s.mark_observed();
+          std::exception_ptr error;
+          if (s.result().has_exception()) {
+            // Handed over, not shared, when the handler observes it (see task_result::release).
+            error = std::exchange(s.result().exception_ref(), nullptr);
+          }
+          std::conditional_t<std::is_void_v<T>, std::monostate, T> value{};
+          if constexpr (!std::is_void_v<T>) {
+            static_assert(std::is_default_constructible_v<T>,
+                          "coral::spawn with a completion token needs a default-constructible result type (it is "
+                          "passed, default-constructed, along with the exception when the task fails)");
+            if (!error) value = s.result().take();
+          }
+          s.result().clear();  // what is left of it goes before the handler can run
+          auto& p = *pending;
+          pending.gate().claim(
+              p,
+              [&] {
+                auto target = asio::prefer(*p.work, asio::execution::outstanding_work.untracked);
+                dispatch_with(target, allocator,
+                              [h = std::move(*p.handler), slot, error = std::move(error), v = std::move(value),
+                               w = std::move(*p.work)]() mutable {
+                                if (slot.is_connected()) slot.clear();
+                                if constexpr (std::is_void_v<T>) {
+                                  static_cast<void>(v);  // a std::monostate: a task<void> has no value
+                                  std::move(h)(error);
+                                } else {
+                                  std::move(h)(error, std::move(v));
+                                }
+                              });
+                p.abandon();  // (moved from)
+              },
+              // The handler's context is being destroyed: the handler goes unrun, as Asio
+              // destroys the handlers of a context that shuts down.
+              [&] { p.abandon(); });
+        },
+        allocator);
+    // Started only now: the completion cannot run inside this initiating function.
+    state->start();
+    state->release();
+  }
+};
+
+template <class Handler>
+inline constexpr bool is_awaitable_op_handler_v = false;
+template <class Signature, class Executor>
+inline constexpr bool is_awaitable_op_handler_v<asio::detail::awaitable_async_op_handler<Signature, Executor>> = true;
+
+}  // namespace coral::detail

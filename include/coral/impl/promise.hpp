@@ -1,0 +1,53 @@
+#pragma once
+
+// The definition of what a task can co_await (promise_base::await_transform): a task, a duration,
+// asio::this_coro's executor and cancellation requests, coral's awaitables, an asio::awaitable, a
+// deferred Asio operation, and any other awaiter (run as a foreign awaiter).
+
+#include <type_traits>
+#include <utility>
+
+#include "coral/detail/asio.hpp"
+#include "coral/detail/awaitable_bridge.hpp"
+#include "coral/detail/foreign_awaiter.hpp"
+#include "coral/detail/promise.hpp"
+#include "coral/detail/sleep_awaiter.hpp"
+#include "coral/detail/task_awaiter.hpp"
+#include "coral/use_task.hpp"
+
+namespace coral::detail {
+
+template <class A>
+decltype(auto) promise_base::await_transform(A&& awaitable) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (is_task_v<D>) {
+    return make_task_awaiter(std::move(awaitable));
+  } else if constexpr (is_duration_v<D>) {
+    return sleep_awaiter::after(awaitable);
+  } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
+    return executor_awaiter{context_->executor()};
+  } else if constexpr (is_this_coro_cancellation_v<D>) {
+    return this_coro_cancellation(awaitable);
+  } else if constexpr (requires { typename D::coral_awaitable; }) {
+    return awaiter_ref<D>{awaitable};
+  } else if constexpr (is_asio_awaitable_v<D>) {
+    // `co_await legacy()` of an asio::awaitable: it runs on the task's executor (on the task's
+    // awaitable thread, see awaitable_bridge.hpp), its exception propagates and the task's
+    // cancellation reaches it.
+    static_assert(std::is_convertible_v<asio::any_io_executor, typename D::executor_type>,
+                  "coral: an asio::awaitable awaited in a task must use asio::any_io_executor (the task's executor "
+                  "type); else co_await asio::co_spawn(its_executor, std::move(a), coral::use_task)");
+    if constexpr (std::is_same_v<typename D::executor_type, asio::any_io_executor>) {
+      return asio_awaitable_awaiter<typename D::value_type>(std::move(awaitable), *context_);
+    } else {
+      return asio::co_spawn(context_->executor(), std::move(awaitable), use_task);
+    }
+  } else if constexpr (asio::is_deferred<D>::value) {
+    // `co_await timer.async_wait(asio::deferred)`, or a composed deferred operation.
+    return std::move(awaitable)(use_task);
+  } else {
+    return foreign_awaiter<A>(std::forward<A>(awaitable));
+  }
+}
+
+}  // namespace coral::detail
