@@ -1,7 +1,7 @@
 #include <chrono>
 #include <string>
 
-#include "coral/detail/error_codes.hpp"
+#include "coral/error.hpp"
 
 namespace coral {
 

@@ -49,8 +49,9 @@ namespace coral {
 // - A default-constructed or moved-from async generator is empty; awaiting its next() throws
 //   std::logic_error.
 //
-// Thread safety: one next() at a time. Between values, the generator may be handed to another
-// task (on any executor): the body then continues as part of that task.
+// Thread safety: distinct objects: safe. Shared objects: unsafe (one next() at a time; between
+// values the generator may be handed to another task, on any executor, and the body then
+// continues as part of that task).
 template <class T>
 class async_generator;
 

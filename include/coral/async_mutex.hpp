@@ -12,6 +12,9 @@ class async_mutex;
 
 // Owns a lock of an async_mutex and unlocks it when destroyed (move-only, like std::unique_lock
 // without the deferred states). A moved-from guard owns nothing.
+//
+// Thread safety: distinct objects: safe. Shared objects: unsafe (a guard is owned by one task; it
+// may be moved to another and unlock there, on any thread).
 class async_mutex_lock {
  public:
   // Adopts a lock the caller already holds (after try_lock()).

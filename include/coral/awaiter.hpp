@@ -24,7 +24,8 @@ namespace coral {
 // lives outside the task does nothing (one that lived in the task's frame is gone with it: the
 // operation must not resume it then, as an Asio operation must not call a destroyed handler).
 //
-// Thread safety: distinct objects: safe. Shared objects: resume() from any one thread.
+// Thread safety: distinct objects: safe. Shared objects: unsafe, except resume(), which may be
+// called once from any thread.
 //
 //   struct read_line : coral::awaiter<std::string> {
 //     void after_suspend() override { start_reading([this](std::string s) { resume(std::move(s)); }); }

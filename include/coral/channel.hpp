@@ -8,14 +8,18 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/channel_waiters.hpp"
+#include "coral/detail/asio.hpp"
+#include "coral/detail/config.hpp"
 #include "coral/error.hpp"
 
 namespace coral {
 
-namespace detail {
-struct channel_access;
-}  // namespace detail
+// What a full bounded channel does with a send (Kotlin's BufferOverflow).
+enum class overflow {
+  wait,         // the send waits for room
+  drop_oldest,  // the oldest buffered value is dropped to make room; the send never waits
+  drop_latest,  // the value being sent is dropped; the send never waits
+};
 
 // channel<T>(unlimited): a buffer without bound (a send never waits; memory grows).
 inline constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
@@ -24,6 +28,26 @@ struct conflated_t {
   explicit conflated_t() = default;
 };
 inline constexpr conflated_t conflated{};
+
+namespace detail {
+template <class T>
+class channel_state;
+template <class T>
+class channel_send_awaiter;
+template <class T>
+class channel_receive_awaiter;
+template <class T>
+class channel_receive_into_awaiter;
+template <class T>
+class channel_next_awaiter;
+template <class T>
+struct send_waiter;
+template <class T>
+struct receive_waiter;
+template <class T, class Waiter, class Handler>
+class channel_async_op;
+struct channel_access;
+}  // namespace detail
 
 // A multi-producer, multi-consumer channel of T values, usable across threads and executors, by
 // coral tasks and by plain Asio code alike.
@@ -215,3 +239,6 @@ struct channel_access {
 }  // namespace detail
 
 }  // namespace coral
+
+#include "coral/impl/channel_async_op.hpp"
+#include "coral/impl/channel_awaiters.hpp"

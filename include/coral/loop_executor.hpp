@@ -1,14 +1,9 @@
 #pragma once
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/default_contexts.hpp"
 
 namespace coral {
-
-namespace detail {
-// The process-wide event loop behind loop_executor, created on first use and stopped and joined
-// at exit.
-asio::io_context& default_loop_context();
-}  // namespace detail
 
 // The articles' LooperExecutor: work runs on one shared event-loop thread. Every loop_executor
 // refers to the same loop, so any number of task<T, loop_executor> share that one thread.

@@ -4,15 +4,10 @@
 #include <utility>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/default_contexts.hpp"
 #include "coral/loop_executor.hpp"
 
 namespace coral {
-
-namespace detail {
-// Runs `work` on a new thread. Threads are joined (finished ones on the next start, the rest at
-// exit); none is ever detached.
-void start_thread(std::function<void()> work);
-}  // namespace detail
 
 // The articles' NewThreadExecutor: every piece of work runs on a new thread. Timers of tasks on
 // it live on the default loop; their completions start new threads. Once the process is exiting

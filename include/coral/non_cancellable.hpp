@@ -14,11 +14,15 @@ namespace coral {
 // still be cancelled on its own terms (its own waits and timeouts), and it is still destroyed
 // if its execution context shuts down.
 //
+//   std::exception_ptr failure;
 //   try {
 //     co_await work();
 //   } catch (const boost::system::system_error&) {
+//     failure = std::current_exception();  // (no co_await inside a catch block)
+//   }
+//   if (failure) {
 //     co_await coral::non_cancellable(say_goodbye(socket));
-//     throw;
+//     std::rethrow_exception(failure);
 //   }
 template <class T, class E>
 detail::task_on_awaiter<T> non_cancellable(task<T, E> child) {

@@ -1,14 +1,9 @@
 #pragma once
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/default_contexts.hpp"
 
 namespace coral {
-
-namespace detail {
-// The process-wide thread pool behind pool_executor (hardware_concurrency threads), created on
-// first use and joined at exit.
-asio::thread_pool& default_pool();
-}  // namespace detail
 
 // The articles' AsyncExecutor: work runs on the shared asio::thread_pool. A task spawned on it
 // runs on a strand of its own (see docs/cancellation.md).

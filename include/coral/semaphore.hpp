@@ -13,6 +13,9 @@ class semaphore;
 
 // Owns a permit of a semaphore and gives it back when destroyed (move-only, as async_mutex_lock
 // owns a lock). A moved-from permit owns nothing.
+//
+// Thread safety: distinct objects: safe. Shared objects: unsafe (a permit is owned by one task; it
+// may be moved to another and be given back there, on any thread).
 class [[nodiscard]] semaphore_permit {
  public:
   // Adopts a permit the caller already holds (after try_acquire()).

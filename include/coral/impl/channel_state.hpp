@@ -1,5 +1,7 @@
 #pragma once
 
+// The rest of channel.hpp (which includes this at its end): the state a channel's handles share.
+
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -10,20 +12,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/error_codes.hpp"
 #include "coral/detail/race.hpp"
 #include "coral/detail/task_waiter.hpp"
-
-namespace coral {
-
-// What a full bounded channel does with a send (Kotlin's BufferOverflow).
-enum class overflow {
-  wait,         // the send waits for room
-  drop_oldest,  // the oldest buffered value is dropped to make room; the send never waits
-  drop_latest,  // the value being sent is dropped; the send never waits
-};
-
-}  // namespace coral
+#include "coral/error.hpp"
 
 namespace coral::detail {
 
@@ -415,5 +406,9 @@ class channel_state {
   bool closed_ = false;
   std::exception_ptr cause_;
 };
+
+// Cancels a waiting channel operation (see wait_cancellation).
+template <class T>
+using channel_cancellation = wait_cancellation<channel_state<T>, channel_waiter>;
 
 }  // namespace coral::detail

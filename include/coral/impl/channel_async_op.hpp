@@ -1,162 +1,20 @@
 #pragma once
 
+// The rest of channel.hpp (which includes this at its end): a channel operation started by plain Asio code (async_send,
+// async_receive).
+
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/system_executor.hpp>
-#include <coroutine>
 #include <memory>
 #include <optional>
 #include <utility>
 
-#include "coral/detail/channel_state.hpp"
-#include "coral/detail/error_codes.hpp"
-#include "coral/detail/task_waiter.hpp"
+#include "coral/detail/asio.hpp"
+#include "coral/detail/context_gate.hpp"
+#include "coral/error.hpp"
+#include "coral/impl/channel_state.hpp"
 
 namespace coral::detail {
-
-// Cancels a waiting channel operation (see wait_cancellation).
-template <class T>
-using channel_cancellation = wait_cancellation<channel_state<T>, channel_waiter>;
-
-// A channel operation awaited by a coral task: the shared task-waiter machinery, plus how a
-// channel operation fails.
-template <class T, class Waiter>
-class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
- public:
-  using task_waiter<channel_state<T>, Waiter>::task_waiter;
-  channel_task_waiter(channel_task_waiter&&) noexcept = default;
-
-  // After the wait, instead of await_resume(): if the operation ended with operation_aborted (it
-  // did not happen), finishes the wait and returns true; else returns false and await_resume()
-  // follows. A branch that lost its race ends this way, without an exception.
-  bool lost_race() noexcept {
-    if (this->error != asio::error::operation_aborted || this->exception) return false;
-    this->finish();
-    return true;
-  }
-
- protected:
-  // Rethrows a failure of T's move, or throws `error` (the operation's). The common case (no
-  // failure) is an inline test.
-  void check(const char* what) {
-    if (!this->error && !this->exception) [[likely]]
-      return;
-    fail(what);
-  }
-  CORAL_NOINLINE void fail(const char* what) {
-    if (this->exception) std::rethrow_exception(this->exception);
-    if (this->error == errc::channel_closed) throw channel_closed(std::string("coral::channel: ") + what);
-    if (this->error) throw boost::system::system_error(this->error, std::string("coral::channel: ") + what);
-  }
-};
-
-template <class T>
-class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
- public:
-  channel_send_awaiter(std::shared_ptr<channel_state<T>> state, T value)
-      : channel_task_waiter<T, send_waiter<T>>(std::move(state)), value_(std::move(value)) {
-    this->value = &value_;
-  }
-  channel_send_awaiter(channel_send_awaiter&& other) noexcept(std::is_nothrow_move_constructible_v<T>)
-      : channel_task_waiter<T, send_waiter<T>>(std::move(other)), value_(std::move(other.value_)) {
-    this->value = &value_;
-  }
-
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    return this->suspend_on(coroutine, [this](channel_state<T>& s, task_context* ctx) { return s.send(*this, ctx); });
-  }
-  bool poll(task_context& waker) {
-    return this->poll_with(waker, [this](channel_state<T>& s, task_context* ctx) { return s.send(*this, ctx, false); });
-  }
-
-  void await_resume() {
-    this->finish();
-    this->check("send on a closed channel");
-  }
-
- private:
-  T value_;
-};
-
-// Receives an item; the derived awaiter's await_resume hands its value over (channel_state::
-// hand_over), in the one move that makes it the receiving task's.
-template <class T>
-class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
- public:
-  explicit channel_receive_base(std::shared_ptr<channel_state<T>> state)
-      : channel_task_waiter<T, receive_waiter<T>>(std::move(state)) {
-    this->destination = &received_;
-  }
-  channel_receive_base(channel_receive_base&& other) noexcept
-      : channel_task_waiter<T, receive_waiter<T>>(std::move(other)) {
-    this->destination = &received_;
-  }
-
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    return this->suspend_on(coroutine,
-                            [this](channel_state<T>& s, task_context* ctx) { return s.receive(*this, ctx); });
-  }
-  bool poll(task_context& waker) {
-    return this->poll_with(waker,
-                           [this](channel_state<T>& s, task_context* ctx) { return s.receive(*this, ctx, false); });
-  }
-
- protected:
-  // The item received, or null once the channel is closed and drained; throws on cancellation.
-  channel_item<T>* take() {
-    this->finish();
-    // (A channel closed with a cause fails its receivers with the cause.)
-    if (this->exception || (this->error && this->error != errc::channel_closed)) [[unlikely]]
-      this->fail("receive");
-    return received_ ? &*received_ : nullptr;
-  }
-
-  template <class Receiver>
-  decltype(auto) hand_over(channel_item<T>& item, Receiver to_receiver) {
-    return this->state_->hand_over(item, std::move(to_receiver));
-  }
-
- private:
-  std::optional<channel_item<T>> received_;
-};
-
-template <class T>
-class channel_receive_awaiter : public channel_receive_base<T> {
- public:
-  using channel_receive_base<T>::channel_receive_base;
-  T await_resume() {
-    auto* item = this->take();
-    if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    return this->hand_over(*item, [](T&& value) { return T(std::move(value)); });
-  }
-};
-
-template <class T>
-class channel_next_awaiter : public channel_receive_base<T> {
- public:
-  using channel_receive_base<T>::channel_receive_base;
-  std::optional<T> await_resume() {
-    auto* item = this->take();
-    if (!item) return std::nullopt;
-    return this->hand_over(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
-  }
-};
-
-template <class T>
-class channel_receive_into_awaiter : public channel_receive_base<T> {
- public:
-  channel_receive_into_awaiter(std::shared_ptr<channel_state<T>> state, T& target)
-      : channel_receive_base<T>(std::move(state)), target_(&target) {}
-  void await_resume() {
-    auto* item = this->take();
-    if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    this->hand_over(*item, [this](T&& value) { *target_ = std::move(value); });
-  }
-
- private:
-  T* target_;
-};
 
 // A channel operation started by plain Asio code (async_send / async_receive with any completion
 // token). It owns the handler and, for a send, the value; it frees itself when it completes, with

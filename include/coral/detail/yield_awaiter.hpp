@@ -1,0 +1,24 @@
+#pragma once
+
+#include <coroutine>
+
+#include "coral/detail/suspended_task.hpp"
+
+namespace coral::detail {
+
+struct yield_awaiter {
+  using coral_awaitable = void;
+  task_context* context = nullptr;
+
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> coroutine) {
+    suspended_task task;
+    task.suspend(coroutine);
+    context = &task.context();
+    task.resume_soon();
+  }
+  void await_resume() const { context->throw_if_cancelled(); }
+};
+
+}  // namespace coral::detail

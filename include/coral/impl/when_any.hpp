@@ -1,0 +1,215 @@
+#pragma once
+
+// The rest of when_any.hpp (which includes this at its end): the awaiters and the definitions.
+
+#include <array>
+#include <atomic>
+#include <concepts>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "coral/impl/join.hpp"
+#include "coral/task.hpp"
+
+namespace coral {
+
+namespace detail {
+
+template <class... Tasks>
+class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
+  using base = tuple_join_awaiter<join_kind::first_end, Tasks...>;
+  using result_type = std::variant<join_value_t<typename Tasks::value_type>...>;
+
+ public:
+  using base::base;
+
+  result_type await_resume() {
+    const auto winner = static_cast<std::size_t>(this->decisive());
+    return resume(winner, std::index_sequence_for<Tasks...>{});
+  }
+
+ private:
+  template <std::size_t... I>
+  result_type resume(std::size_t winner, std::index_sequence<I...> indices) {
+    this->rethrow_if_failed(winner, indices);
+    std::optional<result_type> r;
+    ((I == winner ? (void)r.emplace(std::in_place_index<I>, take_join_value(this->template result<I>())) : void()),
+     ...);
+    return std::move(*r);
+  }
+};
+
+template <class Task>
+class when_any_vector_awaiter final : public vector_join_awaiter<join_kind::first_end, Task> {
+  using base = vector_join_awaiter<join_kind::first_end, Task>;
+
+ public:
+  explicit when_any_vector_awaiter(std::vector<Task> tasks) : base(check(std::move(tasks))) {}
+
+  std::pair<std::size_t, join_value_t<typename Task::value_type>> await_resume() {
+    const auto winner = static_cast<std::size_t>(this->decisive());
+    return {winner, take_join_value(this->result(winner))};
+  }
+
+ private:
+  static std::vector<Task> check(std::vector<Task> tasks) {
+    if (tasks.empty()) throw std::invalid_argument("coral::when_any: no tasks to wait for (the vector is empty)");
+    return tasks;
+  }
+};
+
+// A number uniform in [0, n), from a generator of the thread: a select's first pass tries its
+// ready-to-try operations in a random order per call, as Go's select, so that among operations
+// ready at once each wins equally often, whatever the argument order and whatever else the select
+// waits for, and no interleaving of selects on a thread makes one channel lose every time.
+inline std::size_t select_random_below(std::size_t n) noexcept {
+  static std::atomic<std::uint64_t> seeds{0x9e3779b97f4a7c15u};
+  thread_local std::uint64_t state = seeds.fetch_add(0x9e3779b97f4a7c15u, std::memory_order_relaxed) | 1u;
+  state ^= state << 13;  // xorshift64
+  state ^= state >> 7;
+  state ^= state << 17;
+  return static_cast<std::size_t>(((state >> 32) * n) >> 32);
+}
+
+// An operation a select can attempt before anything waits: a channel operation, a lock, a permit
+// or an event wait.
+template <class A>
+concept pollable = requires(A& a, task_context& waker) {
+  { a.poll(waker) } -> std::same_as<bool>;
+};
+
+// when_any with such operations among its arguments. As Go's select, it first attempts them
+// in a random order (a uniform permutation per call): one that can happen at once wins without
+// any child task, and the other arguments never start. Otherwise the join runs as above.
+template <class... A>
+class select_awaiter {
+  using join_type = when_any_awaiter<join_task_t<A>...>;
+  using result_type = decltype(std::declval<join_type&>().await_resume());
+
+ public:
+  using coral_awaitable = void;
+
+  explicit select_awaiter(A... a) : arguments_(std::move(a)...) {
+    std::apply(
+        [](const auto&... argument) {
+          if ((!valid(argument) || ...)) {
+            throw std::logic_error(
+                "coral: when_all / when_any of a task that is empty (moved from or already awaited)");
+          }
+        },
+        arguments_);
+  }
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    task_context& context = parent.promise().context();
+    context.throw_if_cancelled();
+    if (poll(context, std::index_sequence_for<A...>{})) return false;
+    start_join(std::index_sequence_for<A...>{});
+    return join_->await_suspend(parent);
+  }
+
+  result_type await_resume() {
+    if (join_) return join_->await_resume();
+    return resume_polled(std::index_sequence_for<A...>{});
+  }
+
+ private:
+  template <class X>
+  static bool valid(const X& x) noexcept {
+    if constexpr (is_task_v<X>) {
+      return x.valid();
+    } else {
+      return true;
+    }
+  }
+
+  // The positions of the arguments a select can attempt at once.
+  static constexpr auto pollable_positions = [] {
+    constexpr bool is_pollable[] = {pollable<A>...};
+    std::array<std::size_t, (std::size_t{pollable<A>} + ...)> positions{};
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < sizeof...(A); ++i) {
+      if (is_pollable[i]) positions[n++] = i;
+    }
+    return positions;
+  }();
+
+  template <std::size_t... I>
+  bool poll(task_context& context, std::index_sequence<I...>) {
+    auto order = pollable_positions;  // shuffled (Fisher-Yates)
+    for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[select_random_below(k)]);
+    for (const std::size_t i : order) {
+      if (((I == i && poll_one<I>(context)) || ...)) {
+        polled_ = i;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  template <std::size_t I>
+  bool poll_one(task_context& context) {
+    if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
+      return std::get<I>(arguments_).poll(context);
+    } else {
+      return false;
+    }
+  }
+
+  template <std::size_t... I>
+  void start_join(std::index_sequence<I...>) {
+    join_.emplace(as_join_task(std::move(std::get<I>(arguments_)))...);
+  }
+
+  template <std::size_t... I>
+  result_type resume_polled(std::index_sequence<I...>) {
+    std::optional<result_type> r;
+    ((I == polled_ ? resume_polled_one<I>(r) : void()), ...);
+    return std::move(*r);
+  }
+
+  template <std::size_t I>
+  void resume_polled_one(std::optional<result_type>& r) {
+    if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
+      auto& argument = std::get<I>(arguments_);
+      if constexpr (std::is_void_v<decltype(argument.await_resume())>) {
+        argument.await_resume();
+        r.emplace(std::in_place_index<I>);
+      } else {
+        r.emplace(std::in_place_index<I>, argument.await_resume());
+      }
+    }
+  }
+
+  std::tuple<A...> arguments_;
+  std::size_t polled_ = 0;
+  std::optional<join_type> join_;
+};
+
+}  // namespace detail
+
+template <detail::race_argument... A>
+requires(sizeof...(A) > 0) auto when_any(A&&... a) {
+  if constexpr ((detail::pollable<std::remove_cvref_t<A>> || ...)) {
+    return detail::select_awaiter<std::remove_cvref_t<A>...>(std::forward<A>(a)...);
+  } else {
+    return detail::when_any_awaiter<detail::join_task_t<A>...>(detail::as_join_task(std::forward<A>(a))...);
+  }
+}
+
+template <class T, class E>
+auto when_any(std::vector<task<T, E>> tasks) {
+  return detail::when_any_vector_awaiter<task<T, E>>(std::move(tasks));
+}
+
+}  // namespace coral

@@ -1,0 +1,160 @@
+#pragma once
+
+// The rest of with_timeout.hpp (which includes this at its end): the awaiters and the definitions.
+
+#include <chrono>
+#include <utility>
+#include <variant>
+
+#include "coral/detail/deadline.hpp"
+#include "coral/detail/deadline_watch.hpp"
+#include "coral/error.hpp"
+#include "coral/impl/join.hpp"
+#include "coral/sleep.hpp"
+#include "coral/task.hpp"
+#include "coral/when_any.hpp"
+
+namespace coral {
+
+namespace detail {
+
+[[noreturn]] void throw_timeout(const std::chrono::steady_clock::duration* timeout,
+                                std::chrono::steady_clock::time_point deadline);
+
+// The deadline a timeout that ended an operation was for, as a cancel cause: the earliest
+// possible one if it is not known (a timeout the operation threw itself, which came first).
+inline cancel_cause inner_timeout_cause(const std::exception_ptr& e) noexcept {
+  try {
+    std::rethrow_exception(e);
+  } catch (const timeout_error& error) {
+    if (error.deadline() != std::chrono::steady_clock::time_point::min()) return deadline_cause(error.deadline());
+  } catch (...) {
+  }
+  return not_a_deadline + 1;
+}
+
+// Awaits an operation (a task, as a child) with a deadline: a join of one child, and the awaiting
+// segment's deadline watch as the join's branch 1. The awaiting task goes on as soon as the
+// operation ends: no timer operation to undo or await (see deadline_watch).
+template <class Task>
+class timed_awaiter : protected join_awaiter_base {
+ public:
+  using coral_awaitable = void;
+  using value_type = typename Task::value_type;
+
+  timed_awaiter(Task operation, std::chrono::steady_clock::time_point deadline)
+      : operation_(std::move(operation)), deadline_(deadline) {
+    if (!operation_.valid()) {
+      throw std::logic_error("coral: with_timeout of a task that is empty (moved from or already awaited)");
+    }
+  }
+  timed_awaiter(timed_awaiter&&) = delete;
+  ~timed_awaiter() {
+    if (watch_) watch_->end();  // (the frame goes with its context: the watch may be closed)
+    let_go_of(member_);
+  }
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    deadline_watch& watch = parent.promise().context().watch();
+    open(parent, join_kind::first_end, 1);
+    member_ = make_member(operation_.release(), bound_executor<Task>(), 0);
+    begin_start();
+    watch.begin(join(), deadline_);
+    watch_ = &watch;
+    start(*member_);
+    return end_start();
+  }
+
+  // True if the deadline passed first (the operation was cancelled, its result is dropped).
+  bool await_resume() {
+    std::exchange(watch_, nullptr)->end();
+    return decisive() == 1;
+  }
+
+  task_result<value_type>& result() noexcept { return member_->result(); }
+
+ private:
+  std::ptrdiff_t decisive() noexcept {
+    finish_waiting();
+    return join().decisive();
+  }
+
+  Task operation_;
+  std::chrono::steady_clock::time_point deadline_;
+  deadline_watch* watch_ = nullptr;
+  join_member<value_type>* member_ = nullptr;
+};
+
+// `limit`: a duration (the deadline is fixed when the task starts, not when it is created) or a
+// time point. The timeout message is only built if it is thrown. `late_result`: the operation is a
+// task, whose result, if it has one after the deadline, is real (a raced channel operation that
+// lost has done nothing, and its branch ends with no meaningful result).
+template <class T, bool late_result, class Task, class Limit>
+task<T> run_timed(Task operation, Limit limit) {
+  std::chrono::steady_clock::time_point deadline;
+  if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
+    deadline = deadline_after(limit);
+  } else {
+    deadline = limit;
+  }
+  timed_awaiter<Task> timed(std::move(operation), deadline);
+  bool expired = co_await timed;
+  // The deadline ended the join, but the operation may have finished all the same: it was complete
+  // before the cancellation reached it (a value a channel handed over just after the deadline).
+  // Then its result is returned: never dropped.
+  if (expired && late_result && timed.result().has_value()) expired = false;
+  task_context& self = co_await current_segment{};
+  const bool timed_out_inside =
+      timed.result().has_exception() && has_error_code(timed.result().exception(), errc::timeout);
+  // The operation ended on a deadline (one inside it, or a cancellation of the task by one around
+  // it) after this deadline had passed but before its expiry was handled (a busy executor): this
+  // deadline passed too, and may be the nearest.
+  if (!expired && timed.result().has_exception() && std::chrono::steady_clock::now() >= deadline &&
+      (timed_out_inside || (self.cancelled() && is_operation_aborted(timed.result().exception())))) {
+    expired = true;
+  }
+  if (expired) {
+    // A cancellation of the task that is not a deadline's is what it hears.
+    const bool cancelled = self.cancelled();
+    if (cancelled && self.cause() == not_a_deadline) task_context::throw_cancelled();
+    // Otherwise the nearest of the deadlines that passed is reported, whatever the executor's
+    // load made them fire in: one inside the operation (its timeout_error goes on), this one, or
+    // one around this one (the cancellation goes on, and that timeout reports itself).
+    const cancel_cause mine = deadline_cause(deadline);
+    const cancel_cause inside = timed_out_inside ? inner_timeout_cause(timed.result().exception()) : mine;
+    const cancel_cause around = cancelled ? self.cause() : mine;
+    if (inside < mine && inside <= around) timed.result().release();
+    if (around < mine) task_context::throw_cancelled();
+    if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
+      throw_timeout(&limit, deadline);
+    } else {
+      throw_timeout(nullptr, deadline);
+    }
+  }
+  if constexpr (std::is_void_v<T>) {
+    timed.result().release();  // rethrows the operation's exception, if any
+  } else {
+    co_return timed.result().release();
+  }
+}
+
+}  // namespace detail
+
+template <class Rep, class Period, detail::race_argument A>
+auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
+  using T = typename detail::join_task_t<A>::value_type;
+  constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
+  return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), detail::clock_duration(timeout));
+}
+
+template <detail::race_argument A>
+auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
+  using T = typename detail::join_task_t<A>::value_type;
+  constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
+  return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), deadline);
+}
+
+}  // namespace coral
