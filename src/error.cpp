@@ -1,7 +1,7 @@
+#include "coral/error.hpp"
+
 #include <chrono>
 #include <string>
-
-#include "coral/error.hpp"
 
 namespace coral {
 

@@ -234,7 +234,7 @@ auto generator<T>::begin() -> iterator {
   return iterator(top_);
 }
 
-// map, filter, take and take_while run as stages (see detail/generator_promise.hpp): step() gets
+// map, filter, take and take_while run as stages (see detail/generator_stages.hpp): step() gets
 // each upstream value where the upstream yields it and says what goes on to this generator's
 // consumer.
 template <class T>
