@@ -83,8 +83,8 @@ class task_group {
   // The number of tasks spawned and not yet ended.
   std::size_t size() const noexcept { return state_->size(); }
 
-  class join_awaiter;
-  join_awaiter join() noexcept;
+  class join_operation;
+  join_operation join() noexcept;
 
   boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
 
@@ -93,10 +93,10 @@ class task_group {
   detail::group_state* state_;
 };
 
-class task_group::join_awaiter : public detail::external_wait {
+class task_group::join_operation : public detail::external_wait {
  public:
   using coral_awaitable = void;
-  explicit join_awaiter(detail::group_state& state) noexcept : state_(&state) {}
+  explicit join_operation(detail::group_state& state) noexcept : state_(&state) {}
 
   bool await_ready() const noexcept { return false; }
 
@@ -141,8 +141,8 @@ class task_group::join_awaiter : public detail::external_wait {
   bool forward_ = false;
 };
 
-inline task_group::join_awaiter task_group::join() noexcept {
-  return join_awaiter(*state_);
+inline task_group::join_operation task_group::join() noexcept {
+  return join_operation(*state_);
 }
 
 }  // namespace coral

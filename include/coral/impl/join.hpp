@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "coral/detail/join_awaiter.hpp"
 #include "coral/detail/join_state.hpp"
 #include "coral/task.hpp"
 

@@ -1,0 +1,148 @@
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "coral/detail/join_state.hpp"
+#include "coral/detail/suspended_task.hpp"
+
+namespace coral::detail {
+
+// Forwards the parent's cancellation to every child of the join (installed in the parent's slot,
+// so it runs on the parent's executor; each child's signal is emitted on the child's executor).
+struct forward_join_cancellation {
+  join_state* join;
+  task_context* parent;  // whose slot holds this handler: alive while it runs
+  forward_join_cancellation(join_state* j, task_context* p) noexcept : join(j), parent(p) { join->add_ref(); }
+  forward_join_cancellation(const forward_join_cancellation&) = delete;
+  ~forward_join_cancellation() { join->release(); }
+  void operator()(asio::cancellation_type type) const {
+    // On an executor that runs posted work on the spot (inline_executor), a cancelled child may end
+    // and resume the parent, which clears its slot and destroys this handler, before
+    // cancel_children returns: the join is held by the call, not by the handler.
+    join_state* j = join;
+    j->add_ref();
+    j->cancel_children(type, true, join_state::no_exception, parent->cause());
+    j->release();
+  }
+};
+
+// The parent's side of a join, for awaiters that own their children's states: creates the join,
+// starts the children, suspends, and lets go if the parent's context shuts down.
+class join_awaiter_base : public external_wait {
+ public:
+  join_awaiter_base() noexcept = default;
+  join_awaiter_base(join_awaiter_base&& other) noexcept
+      : join_(std::exchange(other.join_, nullptr)), parent_context_(other.parent_context_), forward_(other.forward_) {}
+  join_awaiter_base& operator=(join_awaiter_base&&) = delete;
+
+ protected:
+  ~join_awaiter_base() {
+    if (join_) {
+      // The frame is going away while children may still run (its context shut down): they are
+      // cancelled and clean up after themselves.
+      if (join_->detach()) join_->cancel_children(asio::cancellation_type::all, false);
+      join_->release();
+    }
+  }
+
+  // Suspends the parent and creates the join; then the caller creates the members (make_member)
+  // and calls start_members.
+  template <class Promise>
+  void open(std::coroutine_handle<Promise> parent, join_kind kind, std::size_t children) {
+    join_ = new join_state(kind, children);
+    join_->parent.suspend(parent);
+    parent_context_ = &parent.promise().context();
+  }
+
+  // A member running `frame` on `*bound` if given, else on the parent's executor.
+  template <class T>
+  join_member<T>* make_member(std::coroutine_handle<task_promise<T>> frame,
+                              const std::optional<asio::any_io_executor>& bound, std::size_t index) {
+    struct frame_guard {
+      std::coroutine_handle<task_promise<T>> f;
+      ~frame_guard() {
+        if (f) f.destroy();
+      }
+    } guard{frame};
+    // Always cancellable (a sibling's failure or a win cancels it), so always serialised: on the
+    // parent's executor as it is (hosted by the parent's segment) when that one is.
+    const auto& executor = bound ? *bound : parent_context_->executor();
+    const bool hosted = parent_context_->can_host() && (!bound || executor == parent_context_->executor());
+    auto* member =
+        new join_member<T>(hosted ? parent_context_->hosted_placement() : place(executor, true), *join_, index);
+    member->attach(std::exchange(guard.f, nullptr));
+    member->add_ref();  // the awaiter's, until it has taken the result
+    join_->add_child(*member, hosted, &member->gate() == &parent_context_->gate(), *parent_context_);
+    return member;
+  }
+
+  // Once every member exists: lets the parent's cancellation reach them and registers the wait.
+  void begin_start() {
+    forward_ = parent_context_->op_slot().is_connected();
+    if (forward_) parent_context_->slot().template emplace<forward_join_cancellation>(join_, parent_context_);
+    parent_context_->set_external_wait(this);
+  }
+
+  // Starts a member: on the spot when it runs on the parent's executor, else through its own.
+  // Once the join is decided (a child failed, or won), the members not started yet never run.
+  template <class T>
+  void start(join_member<T>& member) {
+    if (join_->decisive() >= 0) {
+      member.discard();
+    } else if (join_->starts_here(member.index())) {
+      member.start_here();
+    } else {
+      member.start();
+    }
+  }
+
+  // Once every member has started: whether the parent must suspend.
+  bool end_start() noexcept {
+    if (join_->parent_arrives()) return true;
+    // Every child ended while being started: carry on without suspending.
+    finish_waiting();
+    join_->parent.let_go();
+    return false;
+  }
+
+  // After the resumption (or instead of suspending).
+  void finish_waiting() noexcept {
+    parent_context_->set_external_wait(nullptr);
+    if (forward_) {
+      parent_context_->slot().clear();
+      forward_ = false;
+    }
+  }
+
+  join_state& join() const noexcept { return *join_; }
+
+  // The one place a join's parent lets go of a child. Once the join is over, whatever the child
+  // produced and the parent did not take (a loser's value, a sibling's after the first failure,
+  // the moved-from remains of a value taken) is destroyed here, on the parent's executor, before
+  // the parent goes on: never afterwards on the child's thread. (A join given up because the
+  // parent's context shuts down leaves it to the children, which may still be running.)
+  template <class T>
+  void let_go_of(job_state<T>* member) noexcept {
+    if (!member) return;
+    if (join_ && join_->over()) member->drop_result();
+    member->release();
+  }
+
+ private:
+  void abandon() noexcept override {
+    if (!join_->detach()) return;  // the children have ended and the parent's resumption is queued
+    join_->cancel_children(asio::cancellation_type::all, false);
+    join_->abandon_hosted_children();
+    join_->let_go_of_parent_after_local_children();  // may destroy the frame holding this awaiter
+  }
+
+  join_state* join_ = nullptr;
+  task_context* parent_context_ = nullptr;
+  bool forward_ = false;
+};
+
+}  // namespace coral::detail
