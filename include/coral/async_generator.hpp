@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "coral/detail/async_generator_promise.hpp"
+#include "coral/detail/unique_coroutine.hpp"
 
 namespace coral {
 
@@ -65,15 +66,8 @@ class [[nodiscard]] async_generator {
   using handle_type = std::coroutine_handle<promise_type>;
 
   async_generator() noexcept = default;
-  async_generator(async_generator&& other) noexcept : frame_(std::exchange(other.frame_, nullptr)) {}
-  async_generator& operator=(async_generator&& other) noexcept {
-    if (this != &other) {
-      reset();
-      frame_ = std::exchange(other.frame_, nullptr);
-    }
-    return *this;
-  }
-  ~async_generator() { reset(); }
+  async_generator(async_generator&&) noexcept = default;
+  async_generator& operator=(async_generator&&) noexcept = default;
 
   explicit operator bool() const noexcept { return static_cast<bool>(frame_); }
 
@@ -107,10 +101,6 @@ class [[nodiscard]] async_generator {
   friend class async_generator;
   explicit async_generator(handle_type frame) noexcept : frame_(frame) {}
 
-  void reset() noexcept {
-    if (auto f = std::exchange(frame_, nullptr)) detail::destroy_async_generator(&f.promise());
-  }
-
   detail::async_generator_frame* upstream_frame() noexcept { return frame_ ? &frame_.promise() : nullptr; }
   // A transform's frame records the frame it owns and pulls from (see destroy_async_generator).
   async_generator pulling_from(detail::async_generator_frame* up) && noexcept {
@@ -136,7 +126,7 @@ class [[nodiscard]] async_generator {
     }
   }
 
-  handle_type frame_;
+  detail::unique_coroutine<promise_type, detail::destroy_async_generator_frame> frame_;
 };
 
 template <class T>
@@ -147,7 +137,7 @@ class async_generator<T>::next_awaiter {
   // The consumer's frame is being destroyed while the body runs for it: the body can never hand a
   // value over. It ends now, not when the generator goes (maybe after the context its waits use).
   ~next_awaiter() {
-    if (in_flight_) owner_->reset();
+    if (in_flight_) owner_->frame_.reset();
   }
 
   bool await_ready() const {
@@ -159,7 +149,7 @@ class async_generator<T>::next_awaiter {
   bool await_suspend(std::coroutine_handle<Promise> consumer) {
     task_context& context = consumer.promise().context();
     context.throw_if_cancelled();
-    const handle_type body = owner_->frame_;
+    const handle_type body = owner_->frame_.get();
     body.promise().run_inline(context, consumer);
     in_flight_ = true;
     // Once the consumer has suspended, it may already have been resumed and this awaiter gone:

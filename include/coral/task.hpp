@@ -11,6 +11,7 @@
 #include "coral/detail/executors.hpp"
 #include "coral/detail/promise.hpp"
 #include "coral/detail/spawn_operation.hpp"
+#include "coral/detail/unique_coroutine.hpp"
 
 namespace coral {
 
@@ -42,15 +43,8 @@ class [[nodiscard]] task {
   using handle_type = std::coroutine_handle<promise_type>;
 
   task() noexcept = default;
-  task(task&& other) noexcept : frame_(std::exchange(other.frame_, nullptr)) {}
-  task& operator=(task&& other) noexcept {
-    if (this != &other) {
-      reset();
-      frame_ = std::exchange(other.frame_, nullptr);
-    }
-    return *this;
-  }
-  ~task() { reset(); }
+  task(task&&) noexcept = default;
+  task& operator=(task&&) noexcept = default;
 
   // False once the task has been moved from (awaited, spawned or moved elsewhere).
   bool valid() const noexcept { return static_cast<bool>(frame_); }
@@ -73,7 +67,7 @@ class [[nodiscard]] task {
   auto operator()(CompletionToken&& token) &&;
 
   // Gives up ownership of the coroutine frame (for the runtime).
-  handle_type release() noexcept { return std::exchange(frame_, nullptr); }
+  handle_type release() noexcept { return frame_.release(); }
 
   // The same coroutine with another executor binding.
   template <class OtherExecutor>
@@ -85,11 +79,7 @@ class [[nodiscard]] task {
  private:
   // A task only ever owns a frame that has not started or that has finished: running frames are
   // owned by the awaiting coroutine's awaiter or by the spawned chain's root.
-  void reset() noexcept {
-    if (auto f = std::exchange(frame_, nullptr)) f.destroy();
-  }
-
-  handle_type frame_;
+  detail::unique_coroutine<promise_type> frame_;
 };
 
 template <class T, class Executor>

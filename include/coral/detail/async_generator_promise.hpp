@@ -132,6 +132,14 @@ inline void destroy_async_generator(async_generator_frame* frame) noexcept {
   tls_frame_destruction = outer;
 }
 
+// How an async_generator's owner destroys its frame (see unique_coroutine).
+struct destroy_async_generator_frame {
+  template <class Promise>
+  void operator()(std::coroutine_handle<Promise> frame) const noexcept {
+    destroy_async_generator(&frame.promise());
+  }
+};
+
 template <class T>
 class async_generator_promise : public promise_base, public async_generator_frame {
  public:
