@@ -19,7 +19,7 @@ void say(const std::string& stage, const std::string& what) {
 }
 
 // Sends 1..count, then closes its output: the signal for the next stage to finish.
-coral::task<void, coral::pool_executor> produce(coral::channel<int>& out, int count) {
+coral::task<void, coral::pool_executor> send_numbers(coral::channel<int>& out, int count) {
   for (int i = 1; i <= count; ++i) {
     co_await out.send(i);
     say("producer", "sent " + std::to_string(i));
@@ -53,7 +53,7 @@ coral::task<int, coral::loop_executor> consume(coral::channel<int>& in) {
 int main() {
   coral::channel<int> numbers(4);  // buffered: the producer may run ahead a little
   coral::channel<int> squares(0);  // rendezvous: each hand-off waits for the consumer
-  auto producer = coral::spawn(produce(numbers, 10));
+  auto producer = coral::spawn(send_numbers(numbers, 10));
   auto transformer = coral::spawn(transform(numbers, squares));
   auto consumer = coral::spawn(consume(squares));
   producer.wait();
