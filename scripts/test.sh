@@ -16,7 +16,8 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/t
 
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=address -DCMAKE_CXX_FLAGS=-O1 >/dev/null
 cmake --build build/asan -j$jobs
-(cd build/asan && ctest --output-on-failure -j$jobs)
+# (Every public header compiling on its own is checked once, in the clang 19 build.)
+(cd build/asan && ctest --output-on-failure -j$jobs -E '^compile_public_headers_alone$')
 
 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=thread -DCMAKE_CXX_FLAGS=-O1 -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j$jobs
@@ -34,7 +35,7 @@ cmake --build build/clang19 -j$jobs
 cmake -S . -B build/clang14 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 -DCORAL_WARNINGS_AS_ERRORS=ON \
   -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/clang14 -j$jobs --target coral test_generator test_task compile_own_asio_namespace
-(cd build/clang14 && ctest --output-on-failure -j$jobs -R '^(test_generator|test_task|compile_.*|link_fail_.*)$')
+(cd build/clang14 && ctest --output-on-failure -j$jobs -R '^(test_generator|test_task|compile_fail_.*|compile_own_asio_namespace|link_fail_.*)$')
 
 # The HTTP demo's request path under libFuzzer for a minute, and the echo and chat sessions for
 # half a minute, from their seed corpora (which every build above also replays, as
