@@ -21,7 +21,8 @@ namespace coral {
 // - In an asio::awaitable, a task<void> is awaited directly (it is an asynchronous operation to
 //   Asio: spawned on the awaitable's executor, or on its bound executor type); a task<T> that
 //   returns a value goes through as_awaitable(t), because Boost 1.81's awaitable cannot resume from
-//   an operation with signature void(std::exception_ptr, T) (it does not compile; see spawn.hpp).
+//   an operation with signature void(std::exception_ptr, T) (it does not compile; see
+//   task::operator() in task.hpp).
 //   The awaitable resumes on its own executor, the task's exception propagates, and the awaitable's
 //   cancellation reaches the task.
 template <class T, class Executor>
