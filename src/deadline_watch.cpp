@@ -53,13 +53,20 @@ class deadline_watch::expiry {
   unsigned generation_;
 };
 
+const char deadline_watch::kind_tag = 0;
+
+deadline_watch& deadline_watch::attach_to(task_context& segment) {
+  auto* made = new deadline_watch(segment.executor());
+  segment.attachments().add(*made);
+  return *made;
+}
+
 deadline_watch::deadline_watch(const asio::any_io_executor& executor)
-    : shared_(std::make_shared<shared>(this)),
+    : segment_attachment(&kind_tag),
+      shared_(std::make_shared<shared>(this)),
       timer_(std::make_unique<context_timer>(executor, clock::time_point::max())) {}
 
-deadline_watch::~deadline_watch() {
-  close();
-}
+deadline_watch::~deadline_watch() = default;
 
 void deadline_watch::arm(shared& s, clock::time_point at) {
   s.armed = at;
@@ -85,16 +92,16 @@ void deadline_watch::end() noexcept {
   if (ended) ended->release();
 }
 
-void deadline_watch::close() noexcept {
+void deadline_watch::leave_context() noexcept {
   join_state* ended;
   {
     std::lock_guard lock(shared_->mutex);
-    if (shared_->closed) return;
     shared_->closed = true;
     ended = std::exchange(shared_->join, nullptr);
   }
   if (ended) ended->release();
   timer_.reset();  // cancels a pending wait, whose handler then finds the watch closed
+  delete this;
 }
 
 }  // namespace coral::detail

@@ -2,8 +2,6 @@
 
 #include <optional>
 
-#include "coral/detail/awaitable_bridge.hpp"
-#include "coral/detail/deadline_watch.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/job_state.hpp"
 
@@ -111,16 +109,8 @@ void task_context::abandon() noexcept {
   release_keep_alive();  // the last one destroys the frames, as the abandoned wait would have
 }
 
-deadline_watch& task_context::watch() {
-  if (!watch_) watch_ = std::make_unique<deadline_watch>(executor());
-  return *watch_;
-}
-
 void task_context::drop_executor() noexcept {
-  if (watch_) watch_->close();
-  for (awaitable_bridge* bridge = std::exchange(awaitable_bridges_, nullptr); bridge;) {
-    std::exchange(bridge, bridge->next)->close();  // (which may destroy it)
-  }
+  attachments_.leave_context();
   work_.emplace<0>();
   executor_ = asio::any_io_executor();
 }

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/segment_attachment.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
@@ -95,8 +96,9 @@ class awaitable_bridge;
 // another thread: one that moved itself to another executor with bind_executor.)
 inline constinit thread_local awaitable_bridge* bridge_in_begin = nullptr;
 
-// What a thread is to its segment, whatever it awaits (the segment keeps a list of them).
-class awaitable_bridge {
+// What a thread is to its segment, whatever it awaits (one attachment per type of awaitable; its
+// kind is the type of what it awaits).
+class awaitable_bridge : public segment_attachment {
  public:
   // On the segment's executor: runs `a` on the thread, to its end or to its first wait.
   void begin(bridged_await& a) {
@@ -126,7 +128,7 @@ class awaitable_bridge {
   // The segment leaves its context: a parked thread goes (Asio destroys its frames on its
   // executor, this object with them); one still on its way to its park goes there, and one in an
   // await goes with the operation it waits on.
-  void close() noexcept {
+  void leave_context() noexcept final {
     std::uintptr_t word = busy;
     if (word_.compare_exchange_strong(word, closed, std::memory_order_acq_rel)) return;
     if (word == parked) {
@@ -135,12 +137,8 @@ class awaitable_bridge {
     }
   }
 
-  // Which kind of thread this is (the type of what it awaits), and the segment's next one.
-  const void* const kind;
-  awaitable_bridge* next = nullptr;
-
  protected:
-  explicit awaitable_bridge(const void* k) noexcept : kind(k) {}
+  explicit awaitable_bridge(const void* k) noexcept : segment_attachment(k) {}
   ~awaitable_bridge() = default;
 
   asio::cancellation_slot cancellation_slot() noexcept { return signal_.slot(); }
@@ -297,24 +295,14 @@ class typed_awaitable_bridge final : public awaitable_bridge {
 template <class T>
 const char typed_awaitable_bridge<T>::kind_tag = 0;
 
-// The segment's thread for awaitable<T>s (moved to the front of its list: a task usually awaits
-// one kind many times).
+// The segment's thread for awaitable<T>s.
 template <class T>
 typed_awaitable_bridge<T>& awaitable_bridge_for(task_context& context) {
   using bridge = typed_awaitable_bridge<T>;
-  awaitable_bridge*& first = context.awaitable_bridges();
-  if (first && first->kind == &bridge::kind_tag) [[likely]]
-    return static_cast<bridge&>(*first);
-  for (awaitable_bridge** link = &first; *link; link = &(*link)->next) {
-    if ((*link)->kind == &bridge::kind_tag) {
-      awaitable_bridge* found = *link;
-      *link = found->next;
-      found->next = std::exchange(first, found);
-      return static_cast<bridge&>(*found);
-    }
-  }
+  if (auto* found = context.attachments().find(&bridge::kind_tag)) [[likely]]
+    return static_cast<bridge&>(*found);
   bridge& made = bridge::start(context.executor());
-  made.next = std::exchange(first, &made);
+  context.attachments().add(made);
   return made;
 }
 

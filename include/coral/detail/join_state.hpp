@@ -201,10 +201,10 @@ class join_member final : public job_state<T> {
   }
 
   std::size_t index() const noexcept { return index_; }
+  // While it runs: the ticket its operation carries in a race (empty in a when_all).
+  race_ticket ticket() const noexcept { return join_->ticket(index_); }
 
  protected:
-  race_ticket race_branch() const noexcept override { return join_ ? join_->ticket(index_) : race_ticket(); }
-
   void on_end() noexcept override {
     // The parent takes the result, or drops it on purpose (a loser, a sibling of the first
     // failure): never an unobserved exception.

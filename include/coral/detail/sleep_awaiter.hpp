@@ -9,6 +9,7 @@
 #include "coral/detail/asio.hpp"
 #include "coral/detail/deadline.hpp"
 #include "coral/detail/executors.hpp"
+#include "coral/detail/race.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {

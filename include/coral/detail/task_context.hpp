@@ -1,7 +1,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <limits>
@@ -12,7 +11,7 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/context_gate.hpp"
-#include "coral/detail/race.hpp"
+#include "coral/detail/segment_attachment.hpp"
 
 namespace coral::detail {
 
@@ -45,14 +44,12 @@ class external_wait {
   ~external_wait() = default;
 };
 
-// Why a segment was cancelled, as with_timeout needs to know it: only by the deadlines of timeouts
-// around it (then the earliest of those deadlines, as a count of the steady clock), or for any
-// other reason (a job's cancel, a sibling that won, a failure, a parent's cancellation).
-using cancel_cause = std::chrono::steady_clock::rep;
+// Why a segment was cancelled, as a rank: of several causes the lowest is kept. A cancellation
+// for no particular reason (a job's cancel, a sibling that won, a failure) has the lowest of all;
+// a feature that cancels for reasons it must tell apart later ranks them above it (with_timeout:
+// the deadline, so that the earliest deadline that cancelled the segment is known).
+using cancel_cause = std::int64_t;
 inline constexpr cancel_cause not_a_deadline = std::numeric_limits<cancel_cause>::min();
-inline cancel_cause deadline_cause(std::chrono::steady_clock::time_point deadline) noexcept {
-  return deadline.time_since_epoch().count();
-}
 
 // One segment of a task: the coroutines that run on one executor, with everything they share.
 // A spawned task is one segment (its root); a child awaited on another executor is a segment of
@@ -76,9 +73,6 @@ inline cancel_cause deadline_cause(std::chrono::steady_clock::time_point deadlin
 // Cancellation is level-triggered: `cancelled()` stays true once requested, and every suspension
 // point checks it before suspending. The signal (whose slot Asio operations listen to) is only
 // used on the segment's executor, which runs one thing at a time.
-class deadline_watch;
-class awaitable_bridge;
-
 class task_context : public gate_member {
  public:
   explicit task_context(placement&& where);
@@ -125,15 +119,8 @@ class task_context : public gate_member {
   // wins, else the earliest deadline.
   cancel_cause cause() const noexcept { return cause_.load(std::memory_order_acquire); }
 
-  // A segment that is a branch of a when_any: the ticket its operation carries (see race.hpp).
-  virtual race_ticket race_branch() const noexcept { return {}; }
-
-  // On the executor, while the segment runs: with_timeout's timer (made on first use).
-  deadline_watch& watch();
-
-  // On the executor, while the segment runs: the awaitable threads its co_awaits of
-  // asio::awaitable run on (see awaitable_bridge.hpp).
-  awaitable_bridge*& awaitable_bridges() noexcept { return awaitable_bridges_; }
+  // On the executor, while the segment runs: what features built on tasks keep in it.
+  segment_attachments& attachments() noexcept { return attachments_; }
 
   // On the executor, around a wait whose waker lives outside the context.
   void set_external_wait(external_wait* w) noexcept { external_wait_ = w; }
@@ -205,8 +192,7 @@ class task_context : public gate_member {
       work_;
   asio::cancellation_signal signal_;
   external_wait* external_wait_ = nullptr;
-  std::unique_ptr<deadline_watch> watch_;
-  awaitable_bridge* awaitable_bridges_ = nullptr;
+  segment_attachments attachments_;
   std::atomic<std::uint32_t> keep_alive_{0};
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};

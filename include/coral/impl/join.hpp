@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cassert>
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
@@ -111,8 +112,10 @@ auto race_awaitable(A&& argument) {
 // exception, and makes no R: a losing receive makes no value that nobody sent.
 template <class R, class A>
 task<R> await_in_race(A argument) {
-  task_context& branch = co_await current_segment{};
-  const race_ticket ticket = branch.race_branch();
+  // (This task is only ever a join's member: the segment running it is the branch.)
+  task_context& segment = co_await current_segment{};
+  assert(dynamic_cast<join_member<R>*>(&segment));
+  const race_ticket ticket = static_cast<join_member<R>&>(segment).ticket();
   auto awaitable = race_awaitable(std::move(argument));
   awaitable.enter_race(ticket);
   co_await race_branch_awaiter<decltype(awaitable)>{awaitable};

@@ -50,7 +50,11 @@ class timed_awaiter : protected join_awaiter_base {
   }
   timed_awaiter(timed_awaiter&&) = delete;
   ~timed_awaiter() {
-    if (watch_) watch_->end();  // (the frame goes with its context: the watch may be closed)
+    // (Destroyed in the wait: the frame goes with its context, and the watch went with the segment
+    // leaving it, or it goes otherwise, and the watch is still there.)
+    if (watch_) {
+      if (deadline_watch* watch = deadline_watch::find(*segment_)) watch->end();
+    }
     let_go_of(member_);
   }
 
@@ -58,7 +62,8 @@ class timed_awaiter : protected join_awaiter_base {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    deadline_watch& watch = parent.promise().context().watch();
+    segment_ = &parent.promise().context();
+    deadline_watch& watch = deadline_watch::of(*segment_);
     open(parent, join_kind::first_end, 1);
     member_ = make_member(operation_.release(), bound_executor<Task>(), 0);
     begin_start();
@@ -84,7 +89,8 @@ class timed_awaiter : protected join_awaiter_base {
 
   Task operation_;
   std::chrono::steady_clock::time_point deadline_;
-  deadline_watch* watch_ = nullptr;
+  task_context* segment_ = nullptr;
+  deadline_watch* watch_ = nullptr;  // while the awaiter waits
   join_member<value_type>* member_ = nullptr;
 };
 
