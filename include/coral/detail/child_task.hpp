@@ -15,6 +15,12 @@ namespace coral::detail {
 // parent's cancellation): its own executor, signal and cancellation flag, so that nothing of the
 // parent's is touched from the child's threads. When it ends it resumes the parent through the
 // parent's gate, unless the parent let go of it first (its context shut down).
+//
+// Not a join of one member (as with_timeout's operation is): a join's members can always be
+// cancelled (by a sibling, a deadline), so each is serialised, a strand on a multi-threaded
+// executor; a child nothing can cancel (non_cancellable's, or one whose parent nothing can cancel)
+// runs on its executor as it is. And a join's member is resumed through the join's counts and
+// race decision, which a single child never needs.
 template <class T>
 class child_job_state final : public job_state<T> {
  public:
