@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <coroutine>
 #include <exception>
 #include <optional>
@@ -8,6 +7,7 @@
 #include <utility>
 
 #include "coral/detail/suspended_task.hpp"
+#include "coral/detail/wait_link.hpp"
 
 namespace coral {
 
@@ -46,7 +46,7 @@ class awaiter : private detail::external_wait {
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     task_.suspend(coroutine);
-    state_.store(waiting, std::memory_order_relaxed);
+    link_.arm();
     task_.context().set_external_wait(this);
     after_suspend();
   }
@@ -82,20 +82,17 @@ class awaiter : private detail::external_wait {
   // Nothing touches this object afterwards (it may be gone). After the task was let go (its
   // context shut down), resume() does nothing.
   void resume_task() {
-    int expected = waiting;
-    if (state_.compare_exchange_strong(expected, resumed, std::memory_order_acq_rel)) task_.resume_later();
+    if (link_.complete()) task_.resume_later();
   }
 
   // The task's context is shutting down: its frames go now (this object too, if it lives there).
   void abandon() noexcept override {
-    int expected = waiting;
-    if (state_.compare_exchange_strong(expected, abandoned, std::memory_order_acq_rel)) task_.let_go();
+    if (link_.detach()) task_.let_go();
   }
 
-  enum : int { waiting, resumed, abandoned };
   struct empty {};
   detail::suspended_task task_;
-  std::atomic<int> state_{waiting};
+  detail::wait_link link_;
   std::conditional_t<std::is_void_v<R>, empty, std::optional<std::conditional_t<std::is_void_v<R>, int, R>>> value_;
   std::exception_ptr exception_;
 };

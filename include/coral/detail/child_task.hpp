@@ -8,6 +8,7 @@
 
 #include "coral/detail/job_state.hpp"
 #include "coral/detail/suspended_task.hpp"
+#include "coral/detail/wait_link.hpp"
 
 namespace coral::detail {
 
@@ -38,12 +39,9 @@ class child_job_state final : public job_state<T> {
 
   // On the parent's executor: true if the parent let go before the child ended (the child is
   // then cancelled and cleans up after itself).
-  bool detach() noexcept {
-    int expected = waiting;
-    return link_.compare_exchange_strong(expected, detached, std::memory_order_acq_rel);
-  }
+  bool detach() noexcept { return link_.detach(); }
   // Whether the child ended while the parent waited for it (nothing of it runs any more).
-  bool completed() const noexcept { return link_.load(std::memory_order_acquire) == completed_link; }
+  bool completed() const noexcept { return link_.completed(); }
 
  protected:
   void on_end() noexcept override {
@@ -58,8 +56,7 @@ class child_job_state final : public job_state<T> {
         return;
       }
     }
-    int expected = waiting;
-    if (link_.compare_exchange_strong(expected, completed_link, std::memory_order_acq_rel)) {
+    if (link_.complete()) {
       if (pass) {
         parent.resume_later_within_pass();
       } else {
@@ -72,8 +69,7 @@ class child_job_state final : public job_state<T> {
   }
 
  private:
-  enum : int { waiting, completed_link, detached };
-  std::atomic<int> link_{waiting};
+  wait_link link_;
 };
 
 // Forwards the parent's cancellation to a child segment (installed in the parent's slot while it

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <atomic>
+
+namespace coral::detail {
+
+// The hand-shake between a task waiting on something outside its context (a child segment, a
+// join's children, an awaiter completed by foreign code) and whatever ends the wait. The wait ends
+// once: *completed* (the waker won, and resumes the task) or *detached* (the task's context shut
+// down first: the task was let go of, and the waker must not touch it).
+class wait_link {
+ public:
+  // The task, before each wait.
+  void arm() noexcept { state_.store(waiting, std::memory_order_relaxed); }
+
+  // The waker: true if it ended the wait (then it resumes the task).
+  bool complete() noexcept {
+    int expected = waiting;
+    return state_.compare_exchange_strong(expected, completed_state, std::memory_order_acq_rel);
+  }
+
+  // The task's side, when its context shuts down: true if it let go before the wait ended.
+  bool detach() noexcept {
+    int expected = waiting;
+    return state_.compare_exchange_strong(expected, detached_state, std::memory_order_acq_rel);
+  }
+
+  // The task, when it finds the wait over before it suspended: nobody else looks at the link.
+  void mark_completed() noexcept { state_.store(completed_state, std::memory_order_relaxed); }
+
+  bool completed() const noexcept { return state_.load(std::memory_order_acquire) == completed_state; }
+
+ private:
+  enum : int { waiting, completed_state, detached_state };
+  std::atomic<int> state_{waiting};
+};
+
+}  // namespace coral::detail
