@@ -14,6 +14,8 @@
 using namespace coral_test;
 namespace asio = boost::asio;
 
+BOOST_AUTO_TEST_SUITE(async_generator)
+
 namespace {
 
 coral::async_generator<int> counting(int n, std::shared_ptr<std::atomic<int>> produced) {
@@ -455,3 +457,5 @@ BOOST_AUTO_TEST_CASE(next_of_an_empty_generator_is_refused_with_a_clear_error) {
   });
   BOOST_CHECK_THROW(get_within(std::move(j)), std::logic_error);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -24,6 +24,8 @@
 using namespace coral_test;
 namespace asio = boost::asio;
 
+BOOST_AUTO_TEST_SUITE(channel)
+
 namespace {
 
 // A value that counts its live instances: the channel must neither leak nor duplicate values.
@@ -941,3 +943,5 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_whose_receivers_another_context_feeds_
     BOOST_TEST_REQUIRE(sent <= received->load() + buffered + 4);
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

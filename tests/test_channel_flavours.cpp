@@ -50,6 +50,8 @@ std::vector<int> values_of(coral::channel<payload>& ch) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(channel_overflow)
+
 BOOST_AUTO_TEST_CASE(an_unlimited_channel_never_makes_a_sender_wait) {
   coral::event_loop loop;
   coral::channel<int> ch(coral::unlimited);
@@ -148,6 +150,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(dropping_channels_across_threads_lose_only_what_th
   }
 }
 
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(channel_close_cause)
+
 BOOST_AUTO_TEST_CASE(a_channel_closed_with_a_cause_hands_out_its_values_then_the_cause) {
   coral::event_loop loop;
   coral::channel<int> ch(4);
@@ -196,6 +202,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_waiting_receiver_gets_the_cause_of_a_close, Plac
   ch.close(std::make_exception_ptr(std::runtime_error("cause")));
   BOOST_TEST(get_within(std::move(j)) == "cause");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(produce)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(produce_feeds_a_channel_and_closes_it_when_the_producer_returns, Place, places) {
   Place place;
@@ -268,3 +278,5 @@ BOOST_AUTO_TEST_CASE(a_producer_on_a_destroyed_context_closes_its_channel_and_fr
   v->received = true;
   BOOST_TEST(v->value == 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

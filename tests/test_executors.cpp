@@ -30,131 +30,11 @@ coral::task<std::thread::id, coral::loop_executor> on_loop(std::chrono::millisec
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(a_thousand_loop_tasks_share_one_thread) {
-  thread_of(coral::loop_executor{});  // the default loop exists before counting
-  const int threads_before = process_thread_count();
-  std::vector<coral::job<std::thread::id>> jobs;
-  for (int i = 0; i < 1000; ++i) jobs.push_back(coral::spawn(on_loop(std::chrono::milliseconds(i % 20))));
-  BOOST_TEST(process_thread_count() <= threads_before + 1);
-  std::set<std::thread::id> ids;
-  for (auto& j : jobs) ids.insert(get_within(j));
-  BOOST_TEST(ids.size() == 1u);
-  BOOST_TEST((*ids.begin() == thread_of(coral::loop_executor{})));
-}
-
-BOOST_AUTO_TEST_CASE(pool_tasks_run_on_pool_threads) {
-  auto t = []() -> coral::task<bool, coral::pool_executor> {
-    co_await 1ms;
-    co_return coral::pool_executor{}.running_in_this_thread();
-  };
-  BOOST_TEST(get_within(coral::spawn(t())));
-}
-
 // Set by a task on the thread it runs on. (Not the thread's id: a thread that has ended leaves its
 // id, and often its memory, to the next one created.)
 namespace {
 thread_local bool seen_by_a_task = false;
 }  // namespace
-
-BOOST_AUTO_TEST_CASE(new_thread_tasks_get_a_new_thread_per_resumption) {
-  auto t = []() -> coral::task<bool, coral::new_thread_executor> {
-    seen_by_a_task = true;
-    co_await 1ms;
-    co_return !seen_by_a_task;  // a new thread's thread_local starts afresh
-  };
-  BOOST_TEST(get_within(coral::spawn(t())));
-}
-
-BOOST_AUTO_TEST_CASE(an_inline_task_awaiting_a_task_on_another_thread_does_not_deadlock) {
-  // The articles' NoopExecutor deadlocked here: the child completed under the promise's lock.
-  auto child = []() -> coral::task<int, coral::pool_executor> {
-    co_await 1ms;
-    co_return 7;
-  };
-  auto parent = [&]() -> coral::task<int, coral::inline_executor> {
-    int v = co_await child();
-    co_return v + 1;
-  };
-  BOOST_TEST(get_within(coral::spawn(parent())) == 8);
-}
-
-BOOST_AUTO_TEST_CASE(an_inline_task_continues_on_the_thread_that_resumes_it) {
-  // The child finishes only once spawn() has returned, so no other thread is running the task
-  // (if one were, the two would take turns: an inline task runs on a strand of its own).
-  coral::event_loop other;
-  coral::channel<int> go(1);
-  auto t = [&]() -> coral::task<bool, coral::inline_executor> {
-    co_await coral::on(other.get_executor(), [&]() -> coral::task<> { co_await go.receive(); }());
-    co_return std::this_thread::get_id() == other.thread_id();
-  };
-  auto j = coral::spawn(t());
-  BOOST_TEST(go.try_send(1));
-  BOOST_TEST(get_within(j));
-}
-
-BOOST_AUTO_TEST_CASE(a_strand_task_stays_on_its_strand_across_suspensions) {
-  asio::thread_pool pool(2);
-  auto strand = asio::make_strand(pool.get_executor());
-  auto t = [&]() -> coral::task<int> {
-    int on_strand = strand.running_in_this_thread();
-    co_await 1ms;
-    on_strand += strand.running_in_this_thread();
-    co_await coral::yield();
-    on_strand += strand.running_in_this_thread();
-    asio::steady_timer timer(strand, 1ms);
-    co_await timer.async_wait(coral::use_task);
-    on_strand += strand.running_in_this_thread();
-    co_return on_strand;
-  };
-  BOOST_TEST(get_within(coral::spawn(strand, t())) == 4);
-}
-
-BOOST_AUTO_TEST_CASE(any_io_executor_works_as_a_runtime_executor) {
-  coral::event_loop loop;
-  asio::any_io_executor ex = loop.get_executor();
-  auto t = [&]() -> coral::task<bool> {
-    co_await 1ms;
-    co_return std::this_thread::get_id() == loop.thread_id();
-  };
-  BOOST_TEST(get_within(coral::spawn(ex, t())));
-}
-
-BOOST_AUTO_TEST_CASE(several_threads_may_join_an_event_loop_at_once) {
-  coral::event_loop loop;
-  const auto id = loop.thread_id();
-  std::atomic<int> returned{0};
-  std::vector<std::thread> joiners;
-  for (int i = 0; i < 4; ++i) {
-    joiners.emplace_back([&] {
-      loop.join();
-      ++returned;
-    });
-  }
-  loop.stop();
-  for (auto& t : joiners) t.join();
-  BOOST_TEST(returned == 4);
-  BOOST_TEST((loop.thread_id() == id));  // still the loop thread's, after it ended
-}
-
-BOOST_AUTO_TEST_CASE(an_event_loop_cannot_join_itself) {
-  coral::event_loop loop;
-  std::promise<bool> threw;
-  asio::post(loop.get_executor(), [&] {
-    try {
-      loop.join();
-      threw.set_value(false);
-    } catch (const std::logic_error&) {
-      threw.set_value(true);
-    }
-  });
-  BOOST_TEST(threw.get_future().get());
-  loop.stop();
-  loop.join();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cancellation across executors: the parent's cancellation reaches a child on another executor
-// through that executor (no slot touched from two threads).
 
 namespace {
 
@@ -184,6 +64,34 @@ void cancel_reaches_a_pool_child(Executor ex, const char* kind, unsigned seed) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(loop_executor)
+
+BOOST_AUTO_TEST_CASE(a_thousand_loop_tasks_share_one_thread) {
+  thread_of(coral::loop_executor{});  // the default loop exists before counting
+  const int threads_before = process_thread_count();
+  std::vector<coral::job<std::thread::id>> jobs;
+  for (int i = 0; i < 1000; ++i) jobs.push_back(coral::spawn(on_loop(std::chrono::milliseconds(i % 20))));
+  BOOST_TEST(process_thread_count() <= threads_before + 1);
+  std::set<std::thread::id> ids;
+  for (auto& j : jobs) ids.insert(get_within(j));
+  BOOST_TEST(ids.size() == 1u);
+  BOOST_TEST((*ids.begin() == thread_of(coral::loop_executor{})));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pool_executor)
+
+BOOST_AUTO_TEST_CASE(pool_tasks_run_on_pool_threads) {
+  auto t = []() -> coral::task<bool, coral::pool_executor> {
+    co_await 1ms;
+    co_return coral::pool_executor{}.running_in_this_thread();
+  };
+  BOOST_TEST(get_within(coral::spawn(t())));
+}
+
+// Cancellation across executors: the parent's cancellation reaches a child on another executor
+// through that executor (no slot touched from two threads).
 BOOST_AUTO_TEST_CASE(cancelling_a_task_whose_child_runs_on_the_pool_reaches_the_child) {
   {
     running_io_context ctx(1);
@@ -200,19 +108,48 @@ BOOST_AUTO_TEST_CASE(cancelling_a_task_whose_child_runs_on_the_pool_reaches_the_
   cancel_reaches_a_pool_child(coral::loop_executor{}, "loop_executor", 4);
 }
 
-BOOST_AUTO_TEST_CASE(a_finished_job_leaves_nothing_running_so_its_event_loop_can_be_destroyed_at_once) {
-  // "Done is done": once wait() returns, no thread still touches the task's state or context.
-  for (int i = 0; i < 500; ++i) {
-    coral::job<int> j;
-    {
-      coral::event_loop loop;
-      j = coral::spawn(loop.get_executor(), []() -> coral::task<int> {
-        co_return co_await []() -> coral::task<int, coral::pool_executor> { co_return 1; }();
-      });
-      BOOST_TEST_REQUIRE(j.wait_for(patience), "iteration " << i);
-    }
-    BOOST_TEST_REQUIRE(j.get_result() == 1);
-  }
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(new_thread_executor)
+
+BOOST_AUTO_TEST_CASE(new_thread_tasks_get_a_new_thread_per_resumption) {
+  auto t = []() -> coral::task<bool, coral::new_thread_executor> {
+    seen_by_a_task = true;
+    co_await 1ms;
+    co_return !seen_by_a_task;  // a new thread's thread_local starts afresh
+  };
+  BOOST_TEST(get_within(coral::spawn(t())));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(inline_executor)
+
+BOOST_AUTO_TEST_CASE(an_inline_task_awaiting_a_task_on_another_thread_does_not_deadlock) {
+  // The articles' NoopExecutor deadlocked here: the child completed under the promise's lock.
+  auto child = []() -> coral::task<int, coral::pool_executor> {
+    co_await 1ms;
+    co_return 7;
+  };
+  auto parent = [&]() -> coral::task<int, coral::inline_executor> {
+    int v = co_await child();
+    co_return v + 1;
+  };
+  BOOST_TEST(get_within(coral::spawn(parent())) == 8);
+}
+
+BOOST_AUTO_TEST_CASE(an_inline_task_continues_on_the_thread_that_resumes_it) {
+  // The child finishes only once spawn() has returned, so no other thread is running the task
+  // (if one were, the two would take turns: an inline task runs on a strand of its own).
+  coral::event_loop other;
+  coral::channel<int> go(1);
+  auto t = [&]() -> coral::task<bool, coral::inline_executor> {
+    co_await coral::on(other.get_executor(), [&]() -> coral::task<> { co_await go.receive(); }());
+    co_return std::this_thread::get_id() == other.thread_id();
+  };
+  auto j = coral::spawn(t());
+  BOOST_TEST(go.try_send(1));
+  BOOST_TEST(get_within(j));
 }
 
 // The cancel of an inline task runs its cancellation (and the task) on the cancelling thread:
@@ -296,3 +233,88 @@ BOOST_AUTO_TEST_CASE(posted_inline_work_runs_at_once_or_right_after_the_work_tha
   });
   BOOST_TEST(get_within(same_strand) == "refused");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(asio_executors)
+
+BOOST_AUTO_TEST_CASE(a_strand_task_stays_on_its_strand_across_suspensions) {
+  asio::thread_pool pool(2);
+  auto strand = asio::make_strand(pool.get_executor());
+  auto t = [&]() -> coral::task<int> {
+    int on_strand = strand.running_in_this_thread();
+    co_await 1ms;
+    on_strand += strand.running_in_this_thread();
+    co_await coral::yield();
+    on_strand += strand.running_in_this_thread();
+    asio::steady_timer timer(strand, 1ms);
+    co_await timer.async_wait(coral::use_task);
+    on_strand += strand.running_in_this_thread();
+    co_return on_strand;
+  };
+  BOOST_TEST(get_within(coral::spawn(strand, t())) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(any_io_executor_works_as_a_runtime_executor) {
+  coral::event_loop loop;
+  asio::any_io_executor ex = loop.get_executor();
+  auto t = [&]() -> coral::task<bool> {
+    co_await 1ms;
+    co_return std::this_thread::get_id() == loop.thread_id();
+  };
+  BOOST_TEST(get_within(coral::spawn(ex, t())));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(event_loop)
+
+BOOST_AUTO_TEST_CASE(several_threads_may_join_an_event_loop_at_once) {
+  coral::event_loop loop;
+  const auto id = loop.thread_id();
+  std::atomic<int> returned{0};
+  std::vector<std::thread> joiners;
+  for (int i = 0; i < 4; ++i) {
+    joiners.emplace_back([&] {
+      loop.join();
+      ++returned;
+    });
+  }
+  loop.stop();
+  for (auto& t : joiners) t.join();
+  BOOST_TEST(returned == 4);
+  BOOST_TEST((loop.thread_id() == id));  // still the loop thread's, after it ended
+}
+
+BOOST_AUTO_TEST_CASE(an_event_loop_cannot_join_itself) {
+  coral::event_loop loop;
+  std::promise<bool> threw;
+  asio::post(loop.get_executor(), [&] {
+    try {
+      loop.join();
+      threw.set_value(false);
+    } catch (const std::logic_error&) {
+      threw.set_value(true);
+    }
+  });
+  BOOST_TEST(threw.get_future().get());
+  loop.stop();
+  loop.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_finished_job_leaves_nothing_running_so_its_event_loop_can_be_destroyed_at_once) {
+  // "Done is done": once wait() returns, no thread still touches the task's state or context.
+  for (int i = 0; i < 500; ++i) {
+    coral::job<int> j;
+    {
+      coral::event_loop loop;
+      j = coral::spawn(loop.get_executor(), []() -> coral::task<int> {
+        co_return co_await []() -> coral::task<int, coral::pool_executor> { co_return 1; }();
+      });
+      BOOST_TEST_REQUIRE(j.wait_for(patience), "iteration " << i);
+    }
+    BOOST_TEST_REQUIRE(j.get_result() == 1);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

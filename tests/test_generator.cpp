@@ -18,6 +18,10 @@
 #include <utility>
 #include <vector>
 
+// Opened before the using-declarations: the suite is a namespace named `generator`, which a
+// `generator` declared at file scope would clash with.
+BOOST_AUTO_TEST_SUITE(generator)
+
 using coral::elements_of;
 using coral::generator;
 
@@ -799,3 +803,5 @@ BOOST_AUTO_TEST_CASE(ten_million_values_flow_through_a_chain_of_transforms) {
   BOOST_TEST(seen == n);
   BOOST_TEST(sum == n * (n - 1) / 2);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

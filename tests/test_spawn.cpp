@@ -38,68 +38,21 @@ coral::task<int> failing() {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(then_catching_finally_run_once_in_order_even_when_registered_late) {
-  coral::event_loop loop;
-  std::vector<std::string> events;
-  std::mutex m;
-  auto log = [&](std::string s) {
-    std::lock_guard l(m);
-    events.push_back(std::move(s));
-  };
-  auto ok = coral::spawn(loop.get_executor(), answer());
-  ok.then([&](int v) { log("then " + std::to_string(v)); })
-      .catching([&](std::exception&) { log("catching ok"); })
-      .finally([&] { log("finally ok"); });
-  ok.wait();
-  auto bad = coral::spawn(loop.get_executor(), failing());
-  bad.wait();
-  bad.then([&](int) { log("then bad"); })
-      .catching([&](std::exception& e) { log(std::string("catching ") + e.what()); })
-      .finally([&] { log("finally bad"); });
-  BOOST_TEST(events == (std::vector<std::string>{"then 42", "finally ok", "catching boom", "finally bad"}),
-             boost::test_tools::per_element());
-}
+namespace {
+// Frames of the awaiting task, counted apart from its child's.
+struct parent_lifetime {
+  static inline std::atomic<int> alive{0};
+  parent_lifetime() { ++alive; }
+  ~parent_lifetime() { --alive; }
+};
+// Tells when the frame holding it is destroyed.
+struct on_destroy {
+  std::promise<void>* destroyed;
+  ~on_destroy() { destroyed->set_value(); }
+};
+}  // namespace
 
-BOOST_AUTO_TEST_CASE(get_result_returns_the_value_or_rethrows) {
-  coral::event_loop loop;
-  BOOST_TEST(get_within(coral::spawn(loop.get_executor(), answer())) == 42);
-  BOOST_CHECK_THROW(get_within(coral::spawn(loop.get_executor(), failing())), std::runtime_error);
-  auto mo = coral::spawn(loop.get_executor(),
-                         []() -> coral::task<std::unique_ptr<int>> { co_return std::make_unique<int>(3); });
-  BOOST_TEST(*get_within(mo) == 3);
-  BOOST_CHECK_THROW(mo.get_result(), std::logic_error);  // a move-only result is taken once
-}
-
-BOOST_AUTO_TEST_CASE(many_threads_waiting_on_many_jobs_all_wake) {
-  // The articles' get_result waited with `if` instead of a predicate.
-  coral::event_loop loop;
-  for (int round = 0; round < 50; ++round) {
-    auto j = coral::spawn(loop.get_executor(), answer());
-    std::vector<std::future<int>> waiters;
-    for (int w = 0; w < 4; ++w)
-      waiters.push_back(std::async(std::launch::async, [j]() mutable { return get_within(j); }));
-    for (auto& w : waiters) BOOST_TEST(w.get() == 42);
-  }
-}
-
-BOOST_AUTO_TEST_CASE(get_result_on_the_jobs_own_thread_throws_instead_of_deadlocking) {
-  coral::event_loop loop;
-  std::promise<std::string> message;
-  auto slow = coral::spawn(loop.get_executor(), []() -> coral::task<int> {
-    co_await 50ms;
-    co_return 1;
-  });
-  asio::post(loop.get_executor(), [&] {
-    try {
-      slow.get_result();
-      message.set_value("no exception");
-    } catch (const std::logic_error& e) {
-      message.set_value(e.what());
-    }
-  });
-  BOOST_TEST(message.get_future().get().find("deadlock") != std::string::npos);
-  BOOST_TEST(get_within(slow) == 1);
-}
+BOOST_AUTO_TEST_SUITE(spawn)
 
 BOOST_AUTO_TEST_CASE(a_spawned_lambda_keeps_its_captures_alive) {
   coral::event_loop loop;
@@ -176,148 +129,6 @@ BOOST_AUTO_TEST_CASE(spawn_with_a_token_keeps_the_handler_in_its_associated_allo
   BOOST_TEST(counts.allocations == counts.deallocations);
 }
 
-BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
-  std::string text;
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());  // job dropped at once
-      ctx.run();
-    }
-    text = capture.text();
-  }
-  BOOST_TEST(text.find("nobody observed") != std::string::npos);
-  BOOST_TEST(text.find("boom") != std::string::npos);
-}
-
-BOOST_AUTO_TEST_CASE(a_task_spawned_detached_fails_silently_as_with_co_spawn) {
-  // A server ending every connection's task with an exception (EOF) must not write a line each.
-  std::string text;
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      for (int i = 0; i < 3; ++i) coral::spawn(ctx, failing(), asio::detached);
-      ctx.run();
-    }
-    text = capture.text();
-  }
-  BOOST_TEST(text.empty(), text);
-}
-
-BOOST_AUTO_TEST_CASE(an_installed_handler_receives_unobserved_exceptions_instead_of_stderr) {
-  auto seen = std::make_shared<std::vector<std::string>>();
-  auto previous = coral::set_unobserved_exception_handler([seen](std::exception_ptr e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      seen->push_back(ex.what());
-    }
-  });
-  BOOST_TEST(!previous);  // the default
-  std::string text;
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());  // job dropped at once
-      ctx.run();
-    }
-    text = capture.text();
-  }
-  BOOST_TEST(text.empty(), text);
-  BOOST_REQUIRE(seen->size() == 1u);
-  BOOST_TEST(seen->front().find("boom") != std::string::npos);
-
-  // A handler that throws is reported on stderr; an empty one restores the default.
-  auto mine = coral::set_unobserved_exception_handler([](std::exception_ptr) { throw std::runtime_error("oops"); });
-  BOOST_TEST(static_cast<bool>(mine));
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());
-      ctx.run();
-    }
-    text = capture.text();
-  }
-  BOOST_TEST(text.find("handler threw: oops") != std::string::npos, text);
-  coral::set_unobserved_exception_handler({});
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());
-      ctx.run();
-    }
-    text = capture.text();
-  }
-  BOOST_TEST(text.find("nobody observed") != std::string::npos, text);
-  BOOST_TEST(seen->size() == 1u);
-}
-
-BOOST_AUTO_TEST_CASE(dropping_a_job_neither_cancels_nor_leaks_the_task) {
-  coral::event_loop loop;
-  std::promise<void> finished;
-  coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
-    lifetime l;
-    co_await 20ms;
-    finished.set_value();
-  });
-  BOOST_TEST((finished.get_future().wait_for(patience) == std::future_status::ready));
-  auto drain = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_return; });
-  get_within(drain);
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE(a_wait_that_returned_holds_no_memory) {
-  coral::event_loop loop;
-  auto release = std::make_shared<coral::event>();
-  auto j = coral::spawn(loop.get_executor(), [release]() -> coral::task<> { co_await release->wait(); });
-  long before = 0;
-  {
-    allocation_counter counter;
-    for (int i = 0; i < 10000; ++i) BOOST_TEST_REQUIRE(!j.wait_for(0ms));
-    before = counter.count();
-  }
-  // One signal for the job's waiters, made by the first wait; nothing per call.
-  BOOST_TEST(before <= 1);
-  std::thread waker([&] { asio::post(loop.get_executor(), [release] { release->set(); }); });
-  j.wait();
-  waker.join();
-  BOOST_TEST(j.done());
-}
-
-BOOST_AUTO_TEST_CASE(a_cancelled_job_that_ends_with_operation_aborted_is_not_reported_as_unobserved) {
-  std::string text;
-  {
-    stderr_capture capture;
-    {
-      coral::event_loop loop;
-      auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 1h; });
-      j.cancel();
-      BOOST_TEST(j.wait_for(patience));
-    }
-    {
-      // A failure other than the cancellation still is.
-      coral::event_loop loop;
-      auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> {
-        try {
-          co_await 1h;
-        } catch (const boost::system::system_error&) {
-        }
-        throw std::runtime_error("failed while cancelled");
-      });
-      j.cancel();
-      BOOST_TEST(j.wait_for(patience));
-    }
-    text = capture.text();
-  }
-  BOOST_TEST(text.find("Operation canceled") == std::string::npos, text);
-  BOOST_TEST(text.find("failed while cancelled") != std::string::npos, text);
-}
-
 BOOST_AUTO_TEST_CASE(cancelling_a_sleeping_job_aborts_the_sleep) {
   coral::event_loop loop;
   auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 1h; });
@@ -382,17 +193,6 @@ BOOST_AUTO_TEST_CASE(a_pool_task_releasing_its_own_last_reference_does_not_join_
   BOOST_TEST((finished.wait_for(patience) == std::future_status::ready));
 }
 
-BOOST_AUTO_TEST_CASE(sync_wait_runs_inherit_and_bound_tasks) {
-  BOOST_TEST(coral::sync_wait(answer()) == 42);
-  auto bound = []() -> coral::task<bool, coral::pool_executor> {
-    co_await 1ms;
-    co_return coral::pool_executor{}.running_in_this_thread();
-  };
-  BOOST_TEST(coral::sync_wait(bound()));
-  auto via_pool = []() -> coral::task<int> { co_return co_await coral::on(coral::pool_executor{}, answer()); };
-  BOOST_TEST(coral::sync_wait(via_pool()) == 42);
-}
-
 BOOST_AUTO_TEST_CASE(io_context_run_waits_for_a_task_suspended_on_another_executor) {
   // As with asio::co_spawn, a running task is outstanding work on its executor.
   asio::io_context ctx;
@@ -421,8 +221,6 @@ BOOST_AUTO_TEST_CASE(the_completion_handlers_cancellation_slot_cancels_the_task)
   ctx.run_for(patience);
   BOOST_TEST(outcome == asio::error::operation_aborted);
 }
-
-// ---------------------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(a_callable_that_throws_before_making_its_task_throws_from_spawn_and_leaves_nothing_behind) {
   asio::io_context ctx;
@@ -519,20 +317,6 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_waiting_on_a_time
   BOOST_TEST(failure_of(reader) == asio::error::operation_aborted);
 }
 
-namespace {
-// Frames of the awaiting task, counted apart from its child's.
-struct parent_lifetime {
-  static inline std::atomic<int> alive{0};
-  parent_lifetime() { ++alive; }
-  ~parent_lifetime() { --alive; }
-};
-// Tells when the frame holding it is destroyed.
-struct on_destroy {
-  std::promise<void>* destroyed;
-  ~on_destroy() { destroyed->set_value(); }
-};
-}  // namespace
-
 BOOST_AUTO_TEST_CASE_TEMPLATE(
     destroying_a_context_whose_task_awaits_a_pool_child_frees_the_task_and_the_child_leaves_it_alone, Context,
     owned_contexts) {
@@ -561,3 +345,233 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(
   BOOST_TEST_REQUIRE((child_destroyed.get_future().wait_for(patience) == std::future_status::ready));
   BOOST_TEST(lifetime::alive == 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(job)
+
+BOOST_AUTO_TEST_CASE(then_catching_finally_run_once_in_order_even_when_registered_late) {
+  coral::event_loop loop;
+  std::vector<std::string> events;
+  std::mutex m;
+  auto log = [&](std::string s) {
+    std::lock_guard l(m);
+    events.push_back(std::move(s));
+  };
+  auto ok = coral::spawn(loop.get_executor(), answer());
+  ok.then([&](int v) { log("then " + std::to_string(v)); })
+      .catching([&](std::exception&) { log("catching ok"); })
+      .finally([&] { log("finally ok"); });
+  ok.wait();
+  auto bad = coral::spawn(loop.get_executor(), failing());
+  bad.wait();
+  bad.then([&](int) { log("then bad"); })
+      .catching([&](std::exception& e) { log(std::string("catching ") + e.what()); })
+      .finally([&] { log("finally bad"); });
+  BOOST_TEST(events == (std::vector<std::string>{"then 42", "finally ok", "catching boom", "finally bad"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(get_result_returns_the_value_or_rethrows) {
+  coral::event_loop loop;
+  BOOST_TEST(get_within(coral::spawn(loop.get_executor(), answer())) == 42);
+  BOOST_CHECK_THROW(get_within(coral::spawn(loop.get_executor(), failing())), std::runtime_error);
+  auto mo = coral::spawn(loop.get_executor(),
+                         []() -> coral::task<std::unique_ptr<int>> { co_return std::make_unique<int>(3); });
+  BOOST_TEST(*get_within(mo) == 3);
+  BOOST_CHECK_THROW(mo.get_result(), std::logic_error);  // a move-only result is taken once
+}
+
+BOOST_AUTO_TEST_CASE(many_threads_waiting_on_many_jobs_all_wake) {
+  // The articles' get_result waited with `if` instead of a predicate.
+  coral::event_loop loop;
+  for (int round = 0; round < 50; ++round) {
+    auto j = coral::spawn(loop.get_executor(), answer());
+    std::vector<std::future<int>> waiters;
+    for (int w = 0; w < 4; ++w)
+      waiters.push_back(std::async(std::launch::async, [j]() mutable { return get_within(j); }));
+    for (auto& w : waiters) BOOST_TEST(w.get() == 42);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(get_result_on_the_jobs_own_thread_throws_instead_of_deadlocking) {
+  coral::event_loop loop;
+  std::promise<std::string> message;
+  auto slow = coral::spawn(loop.get_executor(), []() -> coral::task<int> {
+    co_await 50ms;
+    co_return 1;
+  });
+  asio::post(loop.get_executor(), [&] {
+    try {
+      slow.get_result();
+      message.set_value("no exception");
+    } catch (const std::logic_error& e) {
+      message.set_value(e.what());
+    }
+  });
+  BOOST_TEST(message.get_future().get().find("deadlock") != std::string::npos);
+  BOOST_TEST(get_within(slow) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(dropping_a_job_neither_cancels_nor_leaks_the_task) {
+  coral::event_loop loop;
+  std::promise<void> finished;
+  coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    lifetime l;
+    co_await 20ms;
+    finished.set_value();
+  });
+  BOOST_TEST((finished.get_future().wait_for(patience) == std::future_status::ready));
+  auto drain = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_return; });
+  get_within(drain);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_that_returned_holds_no_memory) {
+  coral::event_loop loop;
+  auto release = std::make_shared<coral::event>();
+  auto j = coral::spawn(loop.get_executor(), [release]() -> coral::task<> { co_await release->wait(); });
+  long before = 0;
+  {
+    allocation_counter counter;
+    for (int i = 0; i < 10000; ++i) BOOST_TEST_REQUIRE(!j.wait_for(0ms));
+    before = counter.count();
+  }
+  // One signal for the job's waiters, made by the first wait; nothing per call.
+  BOOST_TEST(before <= 1);
+  std::thread waker([&] { asio::post(loop.get_executor(), [release] { release->set(); }); });
+  j.wait();
+  waker.join();
+  BOOST_TEST(j.done());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(unobserved)
+
+BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
+  std::string text;
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());  // job dropped at once
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("nobody observed") != std::string::npos);
+  BOOST_TEST(text.find("boom") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_task_spawned_detached_fails_silently_as_with_co_spawn) {
+  // A server ending every connection's task with an exception (EOF) must not write a line each.
+  std::string text;
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      for (int i = 0; i < 3; ++i) coral::spawn(ctx, failing(), asio::detached);
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.empty(), text);
+}
+
+BOOST_AUTO_TEST_CASE(an_installed_handler_receives_unobserved_exceptions_instead_of_stderr) {
+  auto seen = std::make_shared<std::vector<std::string>>();
+  auto previous = coral::set_unobserved_exception_handler([seen](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      seen->push_back(ex.what());
+    }
+  });
+  BOOST_TEST(!previous);  // the default
+  std::string text;
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());  // job dropped at once
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.empty(), text);
+  BOOST_REQUIRE(seen->size() == 1u);
+  BOOST_TEST(seen->front().find("boom") != std::string::npos);
+
+  // A handler that throws is reported on stderr; an empty one restores the default.
+  auto mine = coral::set_unobserved_exception_handler([](std::exception_ptr) { throw std::runtime_error("oops"); });
+  BOOST_TEST(static_cast<bool>(mine));
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("handler threw: oops") != std::string::npos, text);
+  coral::set_unobserved_exception_handler({});
+  {
+    stderr_capture capture;
+    {
+      asio::io_context ctx;
+      coral::spawn(ctx, failing());
+      ctx.run();
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("nobody observed") != std::string::npos, text);
+  BOOST_TEST(seen->size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_job_that_ends_with_operation_aborted_is_not_reported_as_unobserved) {
+  std::string text;
+  {
+    stderr_capture capture;
+    {
+      coral::event_loop loop;
+      auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> { co_await 1h; });
+      j.cancel();
+      BOOST_TEST(j.wait_for(patience));
+    }
+    {
+      // A failure other than the cancellation still is.
+      coral::event_loop loop;
+      auto j = coral::spawn(loop.get_executor(), []() -> coral::task<> {
+        try {
+          co_await 1h;
+        } catch (const boost::system::system_error&) {
+        }
+        throw std::runtime_error("failed while cancelled");
+      });
+      j.cancel();
+      BOOST_TEST(j.wait_for(patience));
+    }
+    text = capture.text();
+  }
+  BOOST_TEST(text.find("Operation canceled") == std::string::npos, text);
+  BOOST_TEST(text.find("failed while cancelled") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sync_wait)
+
+BOOST_AUTO_TEST_CASE(sync_wait_runs_inherit_and_bound_tasks) {
+  BOOST_TEST(coral::sync_wait(answer()) == 42);
+  auto bound = []() -> coral::task<bool, coral::pool_executor> {
+    co_await 1ms;
+    co_return coral::pool_executor{}.running_in_this_thread();
+  };
+  BOOST_TEST(coral::sync_wait(bound()));
+  auto via_pool = []() -> coral::task<int> { co_return co_await coral::on(coral::pool_executor{}, answer()); };
+  BOOST_TEST(coral::sync_wait(via_pool()) == 42);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

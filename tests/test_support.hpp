@@ -9,11 +9,12 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <coral/coral.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -112,6 +113,35 @@ std::thread::id thread_of(const Executor& ex) {
   boost::asio::post(ex, [&] { p.set_value(std::this_thread::get_id()); });
   if (f.wait_for(patience) != std::future_status::ready) throw std::runtime_error("test: executor does not run");
   return f.get();
+}
+
+// Tasks to await in a test: each says what it makes and how long it takes.
+inline coral::task<int> value_after(std::chrono::milliseconds d, int v) {
+  co_await coral::sleep_for(d);
+  co_return v;
+}
+
+inline coral::task<int> fail_after(std::chrono::milliseconds d, std::string what) {
+  co_await coral::sleep_for(d);
+  throw std::runtime_error(what);
+}
+
+// Sleeps for an hour unless cancelled; records that it was cancelled and that its frame is gone.
+inline coral::task<int> sleeper(std::shared_ptr<std::atomic<int>> aborted) {
+  lifetime alive;
+  try {
+    co_await coral::sleep_for(std::chrono::hours(1));
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == boost::asio::error::operation_aborted) ++*aborted;
+    throw;
+  }
+  co_return 0;
+}
+
+// A task bound to the default pool: it starts there, and its awaiter resumes on its own executor.
+inline coral::task<int, coral::pool_executor> on_pool(int v) {
+  co_await coral::yield();
+  co_return v;
 }
 
 // "aborted" if `e` is operation_aborted, else its message: what a test records about an await.

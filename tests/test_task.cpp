@@ -39,6 +39,85 @@ coral::task<int> level1() {
 
 }  // namespace
 
+namespace {
+
+coral::task<int, coral::pool_executor> bound_immediate() {
+  co_return 1;
+}
+coral::task<int> inherit_immediate() {
+  co_return 1;
+}
+
+// Completes at once: resume() from after_suspend().
+struct immediate_awaiter : coral::awaiter<int> {
+  void after_suspend() override { resume(1); }
+};
+
+// A foreign awaitable (not a coral type) that completes without suspending.
+struct foreign_ready {
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<>) const noexcept { return false; }
+  int await_resume() const noexcept { return 1; }
+};
+
+#define CORAL_TEST_RECORD(log, what, ...)                                \
+  try {                                                                  \
+    __VA_ARGS__;                                                         \
+    log.push_back(std::string(what) + ": completed");                    \
+  } catch (const boost::system::system_error& e) {                       \
+    log.push_back(std::string(what) + ": " + coral_test::outcome_of(e)); \
+  }
+
+// Sleeps until cancelled, then tries every kind of suspension point once and records what each did.
+coral::task<std::vector<std::string>> await_everything_after_cancel(coral::channel<int>& full,
+                                                                    coral::channel<int>& with_room) {
+  std::vector<std::string> log;
+  CORAL_TEST_RECORD(log, "sleep in progress", co_await 1h);
+  CORAL_TEST_RECORD(log, "sleep", co_await 1ms);
+  CORAL_TEST_RECORD(log, "yield", co_await coral::yield());
+  CORAL_TEST_RECORD(log, "use_task timer", {
+    asio::steady_timer timer(co_await coral::this_task::executor, 1ms);
+    co_await timer.async_wait(coral::use_task);
+  });
+  CORAL_TEST_RECORD(log, "channel receive", co_await full.receive());
+  CORAL_TEST_RECORD(log, "channel send", co_await with_room.send(1));
+  CORAL_TEST_RECORD(log, "bound child", co_await bound_immediate());
+  CORAL_TEST_RECORD(log, "on(pool, child)", co_await coral::on(coral::pool_executor{}, inherit_immediate()));
+  CORAL_TEST_RECORD(log, "awaiter<R>", {
+    immediate_awaiter a;
+    co_await a;
+  });
+  CORAL_TEST_RECORD(log, "foreign awaitable", co_await foreign_ready{});
+  CORAL_TEST_RECORD(log, "future", {
+    std::promise<int> never;
+    co_await coral::as_awaiter(never.get_future());
+  });
+  CORAL_TEST_RECORD(log, "sleep again", co_await 1ms);
+  co_return log;
+}
+
+template <class Executor>
+void check_every_suspension_fails_after_cancel(Executor ex, const char* kind) {
+  BOOST_TEST_CONTEXT("executor: " << kind) {
+    coral::channel<int> full(1), with_room(1);
+    BOOST_TEST(full.try_send(7));
+    auto j = coral::spawn(ex, await_everything_after_cancel(full, with_room));
+    j.cancel();
+    const std::vector<std::string> expected{
+        "sleep in progress: aborted", "sleep: aborted",           "yield: aborted",
+        "use_task timer: aborted",    "channel receive: aborted", "channel send: aborted",
+        "bound child: aborted",       "on(pool, child): aborted", "awaiter<R>: aborted",
+        "foreign awaitable: aborted", "future: aborted",          "sleep again: aborted"};
+    BOOST_TEST(get_within(j) == expected, boost::test_tools::per_element());
+    BOOST_TEST(full.size() == 1u);       // the aborted receive consumed nothing
+    BOOST_TEST(with_room.size() == 0u);  // the aborted send delivered nothing
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(task)
+
 BOOST_AUTO_TEST_CASE(awaiting_a_child_returns_its_value_of_any_kind) {
   int target = 5;
   int counter = 0;
@@ -142,56 +221,6 @@ BOOST_AUTO_TEST_CASE(a_bound_child_runs_on_its_executor_and_the_parent_comes_bac
   BOOST_TEST((after_thread == loop_thread));
 }
 
-BOOST_AUTO_TEST_CASE(on_runs_a_child_elsewhere_and_returns) {
-  coral::event_loop home, away;
-  std::thread::id child_thread, after_thread;
-  auto child = [&]() -> coral::task<int> {
-    co_await coral::yield();
-    child_thread = std::this_thread::get_id();
-    throw std::invalid_argument("away");
-    co_return 0;
-  };
-  auto parent = [&]() -> coral::task<std::string> {
-    try {
-      co_await coral::on(away.get_executor(), child());
-    } catch (const std::invalid_argument& e) {
-      after_thread = std::this_thread::get_id();
-      co_return e.what();
-    }
-    co_return "";
-  };
-  BOOST_TEST(get_within(coral::spawn(home.get_executor(), parent())) == "away");
-  BOOST_TEST((child_thread == away.thread_id()));
-  BOOST_TEST((after_thread == home.thread_id()));
-}
-
-BOOST_AUTO_TEST_CASE(yield_lets_other_tasks_run) {
-  asio::io_context ctx(1);
-  std::vector<int> order;
-  auto worker = [&](int id) -> coral::task<> {
-    for (int i = 0; i < 3; ++i) {
-      order.push_back(id);
-      co_await coral::yield();
-    }
-  };
-  coral::spawn(ctx, worker(1));
-  coral::spawn(ctx, worker(2));
-  ctx.run();
-  BOOST_TEST(order == (std::vector<int>{1, 2, 1, 2, 1, 2}), boost::test_tools::per_element());
-}
-
-BOOST_AUTO_TEST_CASE(this_coro_executor_is_the_tasks_executor) {
-  asio::io_context ctx(1);
-  auto t = [&]() -> coral::task<bool> {
-    asio::any_io_executor a = co_await asio::this_coro::executor;
-    asio::any_io_executor b = co_await coral::this_task::executor;
-    co_return a == asio::any_io_executor(ctx.get_executor()) && a == b;
-  };
-  auto j = coral::spawn(ctx, t());
-  ctx.run();
-  BOOST_TEST(j.get_result());
-}
-
 BOOST_AUTO_TEST_CASE(awaiting_a_moved_from_task_throws_logic_error) {
   auto t = []() -> coral::task<std::string> {
     auto child = value(1);
@@ -213,87 +242,8 @@ BOOST_AUTO_TEST_CASE(spawning_a_moved_from_task_throws_logic_error) {
   BOOST_CHECK_THROW(coral::spawn(ctx, std::move(t)), std::logic_error);
 }
 
-// ---------------------------------------------------------------------------------------------
 // Cancellation is level-triggered: once job.cancel() has been called, the wait in progress and
 // every later suspension point fail with operation_aborted, on every executor kind.
-
-namespace {
-
-coral::task<int, coral::pool_executor> bound_immediate() {
-  co_return 1;
-}
-coral::task<int> inherit_immediate() {
-  co_return 1;
-}
-
-// Completes at once: resume() from after_suspend().
-struct immediate_awaiter : coral::awaiter<int> {
-  void after_suspend() override { resume(1); }
-};
-
-// A foreign awaitable (not a coral type) that completes without suspending.
-struct foreign_ready {
-  bool await_ready() const noexcept { return false; }
-  bool await_suspend(std::coroutine_handle<>) const noexcept { return false; }
-  int await_resume() const noexcept { return 1; }
-};
-
-#define CORAL_TEST_RECORD(log, what, ...)                                \
-  try {                                                                  \
-    __VA_ARGS__;                                                         \
-    log.push_back(std::string(what) + ": completed");                    \
-  } catch (const boost::system::system_error& e) {                       \
-    log.push_back(std::string(what) + ": " + coral_test::outcome_of(e)); \
-  }
-
-// Sleeps until cancelled, then tries every kind of suspension point once and records what each did.
-coral::task<std::vector<std::string>> await_everything_after_cancel(coral::channel<int>& full,
-                                                                    coral::channel<int>& with_room) {
-  std::vector<std::string> log;
-  CORAL_TEST_RECORD(log, "sleep in progress", co_await 1h);
-  CORAL_TEST_RECORD(log, "sleep", co_await 1ms);
-  CORAL_TEST_RECORD(log, "yield", co_await coral::yield());
-  CORAL_TEST_RECORD(log, "use_task timer", {
-    asio::steady_timer timer(co_await coral::this_task::executor, 1ms);
-    co_await timer.async_wait(coral::use_task);
-  });
-  CORAL_TEST_RECORD(log, "channel receive", co_await full.receive());
-  CORAL_TEST_RECORD(log, "channel send", co_await with_room.send(1));
-  CORAL_TEST_RECORD(log, "bound child", co_await bound_immediate());
-  CORAL_TEST_RECORD(log, "on(pool, child)", co_await coral::on(coral::pool_executor{}, inherit_immediate()));
-  CORAL_TEST_RECORD(log, "awaiter<R>", {
-    immediate_awaiter a;
-    co_await a;
-  });
-  CORAL_TEST_RECORD(log, "foreign awaitable", co_await foreign_ready{});
-  CORAL_TEST_RECORD(log, "future", {
-    std::promise<int> never;
-    co_await coral::as_awaiter(never.get_future());
-  });
-  CORAL_TEST_RECORD(log, "sleep again", co_await 1ms);
-  co_return log;
-}
-
-template <class Executor>
-void check_every_suspension_fails_after_cancel(Executor ex, const char* kind) {
-  BOOST_TEST_CONTEXT("executor: " << kind) {
-    coral::channel<int> full(1), with_room(1);
-    BOOST_TEST(full.try_send(7));
-    auto j = coral::spawn(ex, await_everything_after_cancel(full, with_room));
-    j.cancel();
-    const std::vector<std::string> expected{
-        "sleep in progress: aborted", "sleep: aborted",           "yield: aborted",
-        "use_task timer: aborted",    "channel receive: aborted", "channel send: aborted",
-        "bound child: aborted",       "on(pool, child): aborted", "awaiter<R>: aborted",
-        "foreign awaitable: aborted", "future: aborted",          "sleep again: aborted"};
-    BOOST_TEST(get_within(j) == expected, boost::test_tools::per_element());
-    BOOST_TEST(full.size() == 1u);       // the aborted receive consumed nothing
-    BOOST_TEST(with_room.size() == 0u);  // the aborted send delivered nothing
-  }
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(after_cancel_every_suspension_point_fails_with_operation_aborted_on_every_executor) {
   {
     coral::event_loop loop;
@@ -336,6 +286,72 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_that_catches_operation_aborted_keeps_runni
   BOOST_TEST(get_within(j) == 10);
 }
 
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(on)
+
+BOOST_AUTO_TEST_CASE(on_runs_a_child_elsewhere_and_returns) {
+  coral::event_loop home, away;
+  std::thread::id child_thread, after_thread;
+  auto child = [&]() -> coral::task<int> {
+    co_await coral::yield();
+    child_thread = std::this_thread::get_id();
+    throw std::invalid_argument("away");
+    co_return 0;
+  };
+  auto parent = [&]() -> coral::task<std::string> {
+    try {
+      co_await coral::on(away.get_executor(), child());
+    } catch (const std::invalid_argument& e) {
+      after_thread = std::this_thread::get_id();
+      co_return e.what();
+    }
+    co_return "";
+  };
+  BOOST_TEST(get_within(coral::spawn(home.get_executor(), parent())) == "away");
+  BOOST_TEST((child_thread == away.thread_id()));
+  BOOST_TEST((after_thread == home.thread_id()));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(yield)
+
+BOOST_AUTO_TEST_CASE(yield_lets_other_tasks_run) {
+  asio::io_context ctx(1);
+  std::vector<int> order;
+  auto worker = [&](int id) -> coral::task<> {
+    for (int i = 0; i < 3; ++i) {
+      order.push_back(id);
+      co_await coral::yield();
+    }
+  };
+  coral::spawn(ctx, worker(1));
+  coral::spawn(ctx, worker(2));
+  ctx.run();
+  BOOST_TEST(order == (std::vector<int>{1, 2, 1, 2, 1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(this_task)
+
+BOOST_AUTO_TEST_CASE(this_coro_executor_is_the_tasks_executor) {
+  asio::io_context ctx(1);
+  auto t = [&]() -> coral::task<bool> {
+    asio::any_io_executor a = co_await asio::this_coro::executor;
+    asio::any_io_executor b = co_await coral::this_task::executor;
+    co_return a == asio::any_io_executor(ctx.get_executor()) && a == b;
+  };
+  auto j = coral::spawn(ctx, t());
+  ctx.run();
+  BOOST_TEST(j.get_result());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(non_cancellable)
+
 BOOST_AUTO_TEST_CASE(a_cancelled_task_can_still_await_cleanup_in_a_non_cancellable_scope) {
   coral::event_loop loop;
   auto cleanup = []() -> coral::task<int> {
@@ -360,3 +376,5 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_can_still_await_cleanup_in_a_non_cancellab
   j.cancel();
   BOOST_TEST(get_within(j) == "cleanup 7, then aborted");
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,8 @@ using namespace coral_test;
 namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
+BOOST_AUTO_TEST_SUITE(sleep_for)
+
 BOOST_AUTO_TEST_CASE(awaiting_a_duration_sleeps_without_blocking_and_resumes_on_the_executor) {
   coral::event_loop loop;
   std::atomic<int> ran_meanwhile{0};
@@ -82,6 +84,10 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_fails_its_next_sleep_at_once) {
   proceed.set_value();
   BOOST_TEST(get_within(j) == "aborted");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(scheduler)
 
 BOOST_AUTO_TEST_CASE(scheduler_runs_work_after_a_delay_on_its_executor) {
   coral::event_loop loop;
@@ -171,3 +177,5 @@ BOOST_AUTO_TEST_CASE(scheduler_on_a_thread_pool_is_cancelled_and_closed_from_oth
     BOOST_TEST(ticks - at_close <= 3, "round " << round << ": " << ticks - at_close << " calls after close()");
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,9 @@
-#define BOOST_TEST_MODULE coral structured concurrency
+#define BOOST_TEST_MODULE coral when_all when_any and their operators
 #include <array>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/test/unit_test.hpp>
@@ -12,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -22,28 +25,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-coral::task<int> value_after(std::chrono::milliseconds d, int v) {
-  co_await coral::sleep_for(d);
-  co_return v;
-}
-
-coral::task<int> fail_after(std::chrono::milliseconds d, std::string what) {
-  co_await coral::sleep_for(d);
-  throw std::runtime_error(what);
-}
-
-// Sleeps for an hour unless cancelled; records that it was cancelled and that its frame is gone.
-coral::task<int> sleeper(std::shared_ptr<std::atomic<int>> aborted) {
-  lifetime alive;
-  try {
-    co_await coral::sleep_for(std::chrono::hours(1));
-  } catch (const boost::system::system_error& e) {
-    if (e.code() == asio::error::operation_aborted) ++*aborted;
-    throw;
-  }
-  co_return 0;
-}
-
 coral::task<int> immediate(int v) {
   co_return v;
 }
@@ -52,12 +33,9 @@ coral::task<> nothing() {
   co_return;
 }
 
-coral::task<int, coral::pool_executor> on_pool(int v) {
-  co_await coral::yield();
-  co_return v;
-}
-
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(when_all)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_returns_every_result_by_position, Place, places) {
   Place place;
@@ -106,6 +84,131 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_cancels_the_siblings_of_the_first_failure
   });
   BOOST_TEST(get_within(std::move(j)) == "first 2 0");
 }
+
+BOOST_AUTO_TEST_CASE(children_started_after_the_task_was_cancelled_fail_at_their_first_wait) {
+  // asio #1574: an operation started after a cancel was not cancelled.
+  coral::event_loop loop;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(loop, [&]() -> coral::task<> {
+    try {
+      co_await coral::sleep_for(std::chrono::hours(1));
+    } catch (const boost::system::system_error&) {
+    }
+    // Cancelled from here on: the join fails at once, starting nothing.
+    co_await coral::when_all(nothing(), sleeper(aborted));
+  });
+  j.cancel();
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  BOOST_TEST(aborted->load() == 0);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(children_that_finish_at_once_do_not_suspend_the_parent_or_grow_the_stack) {
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, []() -> coral::task<long> {
+    long sum = 0;
+    for (int i = 0; i < 200'000; ++i) {
+      auto [a, b] = co_await coral::when_all(immediate(1), immediate(2));
+      sum += a + b;
+    }
+    co_return sum;
+  });
+  ctx.run();
+  BOOST_TEST(j.get_result() == 600'000);
+}
+
+// Everything by value: it outlives the frame of the task that awaited it.
+coral::task<int, coral::pool_executor> pool_sleeper(std::shared_ptr<std::atomic<int>> aborted,
+                                                    std::shared_ptr<std::promise<void>> started) {
+  started->set_value();
+  co_return co_await sleeper(std::move(aborted));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_the_context_of_a_waiting_parent_frees_it_and_its_children, Context,
+                              owned_contexts) {
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto pool_child_started = std::make_shared<std::promise<void>>();
+  auto started = pool_child_started->get_future();
+  coral::job<int> j;
+  {
+    Context context;
+    j = coral::spawn(context.get_executor(), [aborted, pool_child_started]() -> coral::task<int> {
+      auto [a, b] = co_await coral::when_all(sleeper(aborted), pool_sleeper(aborted, pool_child_started));
+      co_return a + b;
+    });
+    context.settle();
+    BOOST_REQUIRE(started.wait_for(patience) == std::future_status::ready);
+  }
+  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
+  // The pool child is cancelled by the parent's going away and ends on its own.
+  for (int i = 0; i < 3000 && lifetime::alive != 0; ++i) thread_of(coral::pool_executor{});
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_tasks, Place, places) {
+  Place place;
+  coral::async_mutex m;
+  coral::semaphore s(0);
+  coral::event ev;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<bool> {
+    auto [guard, permit, set, v] =
+        co_await coral::when_all(m.lock(), s.acquire(), ev.wait(), [&]() -> coral::task<int> {
+          co_await coral::sleep_for(1ms);
+          s.release();
+          ev.set();
+          co_return 3;
+        }());
+    co_return guard.owns_lock() && !m.try_lock() && permit.owns_permit() && v == 3 && s.try_acquire() == false;
+  });
+  BOOST_TEST(get_within(std::move(j)));
+  BOOST_TEST(m.try_lock());  // the guard went with the task
+  m.unlock();
+  BOOST_TEST(s.available() == 1u);  // so did the permit
+}
+
+// A parent holding I/O objects of its own context awaits children on another context that end
+// at a random moment while its context is destroyed: the parent is freed on the thread destroying
+// its context, while it still exists, never on the child's thread afterwards.
+namespace {
+
+coral::task<int, coral::pool_executor> spin_on_the_pool(int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  co_return micros;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(destroying_a_context_while_children_elsewhere_end_frees_the_parent_there) {
+  std::mt19937 random(11);
+  for (int round = 0; round < 150; ++round) {
+    std::vector<coral::job<>> parents;
+    {
+      asio::io_context ctx(1);
+      for (int i = 0; i < 4; ++i) {
+        const int micros = static_cast<int>(random() % 1500);
+        parents.push_back(coral::spawn(ctx, [&ctx, micros, i]() -> coral::task<> {
+          io_objects_of own(ctx);
+          for (;;) {
+            if (i % 2) {
+              co_await spin_on_the_pool(micros);  // a child segment of its own
+            } else {
+              co_await coral::when_all(spin_on_the_pool(micros), 1ms);  // a join's child
+            }
+          }
+        }));
+      }
+      ctx.run_for(std::chrono::microseconds(random() % 3000));
+    }
+    BOOST_TEST_REQUIRE(lifetime::alive == 0);
+    for (auto& j : parents) BOOST_TEST_REQUIRE(j.wait_for(patience));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(when_any)
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(when_any_returns_the_first_to_end_after_cancelling_and_awaiting_the_others, Place,
                               places) {
@@ -177,318 +280,6 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_the_awaiting_task_cancels_and_awaits_ev
                           [&]() -> coral::task<> { co_await coral::when_any(sleeper(aborted), sleeper(aborted)); });
   any.cancel();
   BOOST_TEST((failure_of(any) == asio::error::operation_aborted));
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE(children_started_after_the_task_was_cancelled_fail_at_their_first_wait) {
-  // asio #1574: an operation started after a cancel was not cancelled.
-  coral::event_loop loop;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto j = coral::spawn(loop, [&]() -> coral::task<> {
-    try {
-      co_await coral::sleep_for(std::chrono::hours(1));
-    } catch (const boost::system::system_error&) {
-    }
-    // Cancelled from here on: the join fails at once, starting nothing.
-    co_await coral::when_all(nothing(), sleeper(aborted));
-  });
-  j.cancel();
-  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
-  BOOST_TEST(aborted->load() == 0);
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(with_timeout_returns_the_result_or_throws_timeout_error_after_cancelling_the_operation,
-                              Place, places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
-    int v = co_await coral::with_timeout(std::chrono::hours(1), value_after(1ms, 5));
-    std::string out = std::to_string(v);
-    try {
-      co_await coral::with_timeout(20ms, sleeper(aborted));
-      out += " no timeout";
-    } catch (const coral::timeout_error& e) {
-      out +=
-          std::string(" ") + e.what() + " " + std::to_string(aborted->load()) + " " + std::to_string(lifetime::alive);
-    }
-    co_return out;
-  });
-  const auto out = get_within(std::move(j));
-  BOOST_TEST(out.starts_with("5 "), out);
-  BOOST_TEST(out.find("within 20ms") != std::string::npos, out);
-  BOOST_TEST(out.ends_with(" 1 0"), out);
-}
-
-// A task's timeouts share one timer kept armed between them: a deadline that passed after its
-// operation ended must not end the next timeout, and a shorter deadline after a longer one must
-// still be kept.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_s_timeouts_in_a_row_each_keep_their_own_deadline, Place, places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
-    int total = co_await coral::with_timeout(5ms, value_after(0ms, 1));
-    // The 5 ms deadline passes while this one runs.
-    total += co_await coral::with_timeout(std::chrono::hours(1), value_after(30ms, 2));
-    for (int i = 0; i < 300; ++i) {
-      // (All longer than the test's patience: a deadline that was not kept would show as a hang.)
-      const std::chrono::milliseconds limits[] = {std::chrono::hours(1), std::chrono::hours(3), 100s,
-                                                  std::chrono::hours(2)};
-      total += co_await coral::with_timeout(limits[i % 4], value_after(0ms, 1));
-    }
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      co_await coral::with_timeout(20ms, sleeper(aborted));
-      co_return "no timeout";
-    } catch (const coral::timeout_error&) {
-    }
-    const auto waited = std::chrono::steady_clock::now() - start;
-    co_return std::to_string(total) + (waited >= 20ms ? " on time" : " early");
-  });
-  BOOST_TEST(get_within(std::move(j)) == "303 on time");
-  BOOST_TEST(aborted->load() == 1);
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_the_nearest_deadline_wins_and_outer_cancellation_is_not_a_timeout, Place,
-                              places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto message_of = [&](auto make) {
-    return coral::spawn(place.get_executor(), [make, aborted]() -> coral::task<std::string> {
-      try {
-        co_await make(aborted);
-      } catch (const coral::timeout_error& e) {
-        co_return e.what();
-      }
-      co_return "no timeout";
-    });
-  };
-  auto inner_first = message_of(
-      [](auto a) { return coral::with_timeout(std::chrono::hours(1), coral::with_timeout(15ms, sleeper(a))); });
-  BOOST_TEST(get_within(std::move(inner_first)).find("within 15ms") != std::string::npos);
-  auto outer_first = message_of(
-      [](auto a) { return coral::with_timeout(15ms, coral::with_timeout(std::chrono::hours(1), sleeper(a))); });
-  BOOST_TEST(get_within(std::move(outer_first)).find("within 15ms") != std::string::npos);
-
-  auto cancelled = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
-    co_await coral::with_timeout(std::chrono::hours(1), coral::with_timeout(std::chrono::hours(2), sleeper(aborted)));
-  });
-  cancelled.cancel();
-  BOOST_TEST((failure_of(cancelled) == asio::error::operation_aborted));
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_on_a_busy_executor_report_the_nearest_deadline, Place, every_place) {
-  Place place;
-  for (int round = 0; round < 5; ++round) {
-    auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
-      try {
-        co_await coral::with_timeout(50ms, coral::with_timeout(1ms, []() -> coral::task<> {
-                                       // Both deadlines pass while the executor is busy here. (The
-                                       // outer one is far enough that the inner, which starts a
-                                       // little later, surely comes first, even on a slow hop.)
-                                       const auto until = std::chrono::steady_clock::now() + 100ms;
-                                       while (std::chrono::steady_clock::now() < until) {
-                                       }
-                                       co_await coral::sleep_for(5s);
-                                     }()));
-      } catch (const coral::timeout_error& e) {
-        co_return e.what();
-      }
-      co_return "no timeout";
-    });
-    const auto message = get_within(std::move(j));
-    BOOST_TEST(message.find("within 1ms") != std::string::npos, message);
-  }
-}
-
-namespace {
-
-// One level of a nest of timeouts: its duration, whether it is a with_deadline, and when it began.
-struct timeout_level {
-  std::chrono::milliseconds limit;
-  bool absolute = false;
-  std::chrono::steady_clock::time_point began{};
-  std::chrono::steady_clock::time_point deadline() const { return began + limit; }
-};
-
-// `innermost` is when the innermost operation began: every level has fixed its deadline by then.
-coral::task<> nest_timeouts(std::vector<timeout_level>& levels, std::size_t k,
-                            std::chrono::steady_clock::time_point& innermost) {
-  if (k == levels.size()) {
-    innermost = std::chrono::steady_clock::now();
-    co_await coral::sleep_for(10s);
-    co_return;
-  }
-  levels[k].began = std::chrono::steady_clock::now();
-  if (levels[k].absolute) {
-    co_await coral::with_deadline(levels[k].deadline(), nest_timeouts(levels, k + 1, innermost));
-  } else {
-    co_await coral::with_timeout(levels[k].limit, nest_timeouts(levels, k + 1, innermost));
-  }
-}
-
-// Busy for up to 2 ms at a time, then lets the other tasks of the executor run.
-coral::task<> keep_busy(std::shared_ptr<std::atomic<bool>> stop, unsigned seed) {
-  std::mt19937 random(seed);
-  while (!stop->load()) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(random() % 2000);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    co_await coral::yield();
-  }
-}
-
-}  // namespace
-
-// Whatever order a loaded executor handles expired deadlines in (an outer one's cancellation may
-// reach the inner levels before their own expiry is handled), the deadline that came first is
-// the one reported, with its own message and deadline().
-BOOST_AUTO_TEST_CASE_TEMPLATE(nested_timeouts_report_the_deadline_that_came_first_whatever_the_load, Place,
-                              every_place) {
-  Place place;
-  auto stop = std::make_shared<std::atomic<bool>>(false);
-  std::vector<coral::job<>> busy;
-  // (An inline executor has no queue to share: busy tasks there would keep the spawning thread.)
-  if constexpr (!std::is_same_v<Place, on_inline_executor>) {
-    for (unsigned i = 0; i < 3; ++i) busy.push_back(coral::spawn(place.get_executor(), keep_busy(stop, i)));
-  }
-  std::mt19937 random(20261124);
-  int checked = 0;
-  for (int round = 0; round < 30; ++round) {
-    std::vector<int> limits{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    std::shuffle(limits.begin(), limits.end(), random);
-    std::vector<timeout_level> levels(2 + random() % 4);
-    for (std::size_t k = 0; k < levels.size(); ++k) {
-      levels[k].limit = std::chrono::milliseconds(limits[k]);
-      levels[k].absolute = random() % 4 == 0;
-    }
-    std::chrono::steady_clock::time_point innermost{};
-    auto j = coral::spawn(
-        place.get_executor(),
-        [&levels, &innermost]() -> coral::task<std::pair<std::string, std::chrono::steady_clock::time_point>> {
-          try {
-            co_await nest_timeouts(levels, 0, innermost);
-          } catch (const coral::timeout_error& e) {
-            co_return std::pair(std::string(e.what()), e.deadline());
-          }
-          co_return std::pair(std::string("no timeout"), std::chrono::steady_clock::time_point{});
-        });
-    const auto [message, deadline] = get_within(std::move(j));
-    // Levels begin one after another, and the executor may run other work in between (a
-    // with_timeout fixes its deadline a little after its level began). A round is judged only if
-    // every level began, the innermost operation too, within 300 us: otherwise which deadline came
-    // first is not known here (a deadline may even have passed before the inner levels began).
-    if (innermost == std::chrono::steady_clock::time_point{} || innermost - levels.front().began > 300us) continue;
-    const auto first = std::min_element(levels.begin(), levels.end(),
-                                        [](const auto& a, const auto& b) { return a.deadline() < b.deadline(); });
-    const std::string expected =
-        first->absolute ? "by its deadline" : "within " + std::to_string(first->limit.count()) + "ms";
-    BOOST_TEST(message.find(expected) != std::string::npos,
-               "round " << round << ": expected '" << expected << "', got '" << message << "'");
-    BOOST_TEST(std::chrono::abs(deadline - first->deadline()) < 300us, "round " << round);
-    ++checked;
-  }
-  stop->store(true);
-  for (auto& b : busy) get_within(std::move(b));
-  BOOST_TEST(checked > 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(with_deadline_returns_the_result_or_throws_timeout_error_at_the_deadline, Place, places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto j = coral::spawn(place.get_executor(), [aborted]() -> coral::task<std::string> {
-    const auto start = std::chrono::steady_clock::now();
-    std::string out = std::to_string(co_await coral::with_deadline(start + 1h, value_after(1ms, 5)));
-    try {
-      co_await coral::with_deadline(start + 10ms, sleeper(aborted));
-    } catch (const coral::timeout_error& e) {
-      out += std::string(" ") + e.what();
-      if (std::chrono::steady_clock::now() < start + 10ms) out += " early";
-    }
-    // Nested with with_timeout: the nearest wins either way round.
-    try {
-      co_await coral::with_deadline(std::chrono::steady_clock::now() + 1h, coral::with_timeout(5ms, sleeper(aborted)));
-    } catch (const coral::timeout_error& e) {
-      out += std::string(" | ") + e.what();
-    }
-    co_return out;
-  });
-  const auto out = get_within(std::move(j));
-  BOOST_TEST(out.starts_with("5 coral::with_deadline: the operation did not finish by its deadline"), out);
-  BOOST_TEST(out.find(" early") == std::string::npos, out);
-  BOOST_TEST(out.find("| coral::with_timeout: the operation did not finish within 5ms") != std::string::npos, out);
-  BOOST_TEST(aborted->load() == 2);
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE(a_timed_out_operation_can_still_await_its_cleanup) {
-  coral::event_loop loop;
-  std::atomic<bool> cleaned{false};
-  auto op = [&]() -> coral::task<> {
-    std::exception_ptr failure;
-    try {
-      co_await coral::sleep_for(std::chrono::hours(1));
-    } catch (const boost::system::system_error&) {
-      failure = std::current_exception();
-    }
-    co_await coral::non_cancellable([&]() -> coral::task<> {
-      co_await coral::sleep_for(5ms);
-      cleaned = true;
-    }());
-    if (failure) std::rethrow_exception(failure);
-  };
-  auto j = coral::spawn(loop, [&]() -> coral::task<bool> {
-    try {
-      co_await coral::with_timeout(10ms, op());
-    } catch (const coral::timeout_error&) {
-      co_return cleaned.load();
-    }
-    co_return false;
-  });
-  BOOST_TEST(get_within(std::move(j)));
-}
-
-BOOST_AUTO_TEST_CASE(children_that_finish_at_once_do_not_suspend_the_parent_or_grow_the_stack) {
-  asio::io_context ctx(1);
-  auto j = coral::spawn(ctx, []() -> coral::task<long> {
-    long sum = 0;
-    for (int i = 0; i < 200'000; ++i) {
-      auto [a, b] = co_await coral::when_all(immediate(1), immediate(2));
-      sum += a + b;
-    }
-    co_return sum;
-  });
-  ctx.run();
-  BOOST_TEST(j.get_result() == 600'000);
-}
-
-// Everything by value: it outlives the frame of the task that awaited it.
-coral::task<int, coral::pool_executor> pool_sleeper(std::shared_ptr<std::atomic<int>> aborted,
-                                                    std::shared_ptr<std::promise<void>> started) {
-  started->set_value();
-  co_return co_await sleeper(std::move(aborted));
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_the_context_of_a_waiting_parent_frees_it_and_its_children, Context,
-                              owned_contexts) {
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto pool_child_started = std::make_shared<std::promise<void>>();
-  auto started = pool_child_started->get_future();
-  coral::job<int> j;
-  {
-    Context context;
-    j = coral::spawn(context.get_executor(), [aborted, pool_child_started]() -> coral::task<int> {
-      auto [a, b] = co_await coral::when_all(sleeper(aborted), pool_sleeper(aborted, pool_child_started));
-      co_return a + b;
-    });
-    context.settle();
-    BOOST_REQUIRE(started.wait_for(patience) == std::future_status::ready);
-  }
-  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
-  // The pool child is cancelled by the parent's going away and ends on its own.
-  for (int i = 0; i < 3000 && lifetime::alive != 0; ++i) thread_of(coral::pool_executor{});
   BOOST_TEST(lifetime::alive == 0);
 }
 
@@ -635,230 +426,6 @@ BOOST_AUTO_TEST_CASE(empty_tasks_and_an_empty_when_any_are_refused_with_a_clear_
     co_return false;
   });
   BOOST_TEST(get_within(std::move(moved)));
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_group_joins_every_task_spawned_so_far, Place, places) {
-  Place place;
-  std::atomic<int> done{0};
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
-    coral::task_group g(co_await coral::this_task::executor);
-    for (int i = 0; i < 50; ++i) {
-      g.spawn([&, i]() -> coral::task<int> {
-        co_await coral::sleep_for(std::chrono::milliseconds(i % 5));
-        ++done;
-        co_return i;
-      });
-    }
-    g.spawn(on_pool(1));  // a task with a bound executor runs there
-    co_await g.join();
-    const int after_first_join = done.load() + static_cast<int>(g.size());
-    g.spawn([&]() -> coral::task<> {  // usable again after a join
-      ++done;
-      co_return;
-    });
-    co_await g.join();
-    co_return after_first_join * 1000 + done.load();
-  });
-  BOOST_TEST(get_within(std::move(j)) == 50 * 1000 + 51);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_groups_first_failure_cancels_the_rest_and_is_rethrown_by_join, Place, places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
-    coral::task_group g(co_await coral::this_task::executor);
-    g.spawn(sleeper(aborted));
-    g.spawn(fail_after(2ms, "first"));
-    g.spawn(sleeper(aborted));
-    try {
-      co_await g.join();
-    } catch (const std::runtime_error& e) {
-      co_return std::string(e.what()) + " " + std::to_string(aborted->load()) + " " + std::to_string(g.size());
-    }
-    co_return "no failure";
-  });
-  BOOST_TEST(get_within(std::move(j)) == "first 2 0");
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_group_or_its_joiner_ends_every_task, Place, places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
-    coral::task_group g(co_await coral::this_task::executor);
-    g.spawn(sleeper(aborted));
-    g.spawn(sleeper(aborted));
-    g.cancel();
-    co_await g.join();  // tasks ending with operation_aborted after cancel() are not failures
-    co_return aborted->load();
-  });
-  BOOST_TEST(get_within(std::move(j)) == 2);
-
-  std::promise<void> joining;
-  auto joiner = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
-    coral::task_group g(co_await coral::this_task::executor);
-    g.spawn(sleeper(aborted));
-    g.spawn(sleeper(aborted));
-    joining.set_value();
-    co_await g.join();
-  });
-  BOOST_REQUIRE(joining.get_future().wait_for(patience) == std::future_status::ready);
-  joiner.cancel();
-  BOOST_TEST((failure_of(joiner) == asio::error::operation_aborted));
-  BOOST_TEST(aborted->load() == 4);
-  BOOST_TEST(lifetime::alive == 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_group_destroyed_without_join_cancels_its_tasks_and_reports_their_failure, Place,
-                              places) {
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  stderr_capture capture;
-  std::promise<void> failed;
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
-    coral::task_group g(co_await coral::this_task::executor);
-    g.spawn(sleeper(aborted));
-    g.spawn([&]() -> coral::task<> {
-      struct signal_on_exit {
-        std::promise<void>& p;
-        ~signal_on_exit() { p.set_value(); }
-      } s{failed};
-      throw std::runtime_error("nobody joins");
-      co_return;
-    });
-    co_await coral::sleep_for(std::chrono::hours(1));  // the group's failure does not reach its owner
-  });
-  BOOST_REQUIRE(failed.get_future().wait_for(patience) == std::future_status::ready);
-  j.cancel();  // the group goes with the frame, without a join
-  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
-  auto reported = [&] { return capture.text_so_far().find("nobody joins") != std::string::npos; };
-  for (int i = 0; i < 3000 && (lifetime::alive != 0 || !reported()); ++i) thread_of(coral::pool_executor{});
-  BOOST_TEST(aborted->load() == 1);
-  BOOST_TEST(lifetime::alive == 0);
-  const auto text = capture.text();
-  BOOST_TEST(text.find("nobody observed its exception: nobody joins") != std::string::npos, text);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_tasks, Place, places) {
-  Place place;
-  coral::async_mutex m;
-  coral::semaphore s(0);
-  coral::event ev;
-  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<bool> {
-    auto [guard, permit, set, v] =
-        co_await coral::when_all(m.lock(), s.acquire(), ev.wait(), [&]() -> coral::task<int> {
-          co_await coral::sleep_for(1ms);
-          s.release();
-          ev.set();
-          co_return 3;
-        }());
-    co_return guard.owns_lock() && !m.try_lock() && permit.owns_permit() && v == 3 && s.try_acquire() == false;
-  });
-  BOOST_TEST(get_within(std::move(j)));
-  BOOST_TEST(m.try_lock());  // the guard went with the task
-  m.unlock();
-  BOOST_TEST(s.available() == 1u);  // so did the permit
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_operation_started_after_the_deadline_is_cancelled_too, Place, places) {
-  // asio #1574: with edge-triggered cancellation, a wait started after the cancel was missed.
-  Place place;
-  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
-    auto stubborn = []() -> coral::task<> {
-      try {
-        co_await coral::sleep_for(std::chrono::hours(1));
-      } catch (const boost::system::system_error&) {
-      }
-      co_await coral::sleep_for(std::chrono::hours(1));  // after the deadline: fails at once
-    };
-    try {
-      co_await coral::with_timeout(10ms, stubborn());
-    } catch (const coral::timeout_error& e) {
-      co_return e.what();
-    }
-    co_return "no timeout";
-  });
-  BOOST_TEST(get_within(std::move(j)).find("within 10ms") != std::string::npos);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_operation_that_completes_after_the_deadline_all_the_same_returns_its_result, Place,
-                              places) {
-  // Its cancellation cannot reach it (non_cancellable): the value it makes is returned, not
-  // dropped behind a timeout_error. (A channel receive handed a value just after the deadline is
-  // the same case, with a race: stress_timeout counts those.)
-  Place place;
-  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::pair<int, bool>> {
-    lifetime counted;
-    auto late = []() -> coral::task<int> {
-      co_await coral::non_cancellable([]() -> coral::task<> { co_await coral::sleep_for(30ms); }());
-      co_return 42;
-    };
-    const auto start = std::chrono::steady_clock::now();
-    const int v = co_await coral::with_timeout(5ms, late());
-    co_return std::pair{v, std::chrono::steady_clock::now() - start >= 30ms};
-  });
-  BOOST_TEST((get_within(std::move(j)) == std::pair{42, true}));
-  BOOST_TEST(lifetime::alive.load() == 0);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancel_that_comes_before_the_deadline_is_not_a_timeout_even_on_a_busy_executor, Place,
-                              places) {
-  // The executor is kept busy by a sibling from before the cancel until after the deadline, so
-  // the timer's expiry and the cancellation are both queued when the timed task runs again.
-  Place place;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  auto heard = std::make_shared<std::string>();
-  auto busy = std::make_shared<std::promise<void>>();
-  auto cancel_sent = std::make_shared<std::atomic<bool>>(false);
-  auto j = coral::spawn(place.get_executor(), [=]() -> coral::task<> {
-    auto timed = [](auto aborted, auto heard) -> coral::task<> {
-      try {
-        co_await coral::with_timeout(5ms, sleeper(aborted));
-        *heard = "a value";
-      } catch (const coral::timeout_error&) {
-        *heard = "timeout_error";
-      } catch (const boost::system::system_error& e) {
-        *heard = e.code() == asio::error::operation_aborted ? "operation_aborted" : e.what();
-      }
-    };
-    auto hog = [](auto busy, auto cancel_sent) -> coral::task<> {
-      const auto deadline_passed = std::chrono::steady_clock::now() + 10ms;
-      busy->set_value();
-      const auto give_up = std::chrono::steady_clock::now() + patience;
-      while ((!*cancel_sent || std::chrono::steady_clock::now() < deadline_passed) &&
-             std::chrono::steady_clock::now() < give_up) {
-      }
-      co_return;
-    };
-    co_await coral::when_all(timed(aborted, heard), hog(busy, cancel_sent));
-  });
-  BOOST_REQUIRE(busy->get_future().wait_for(patience) == std::future_status::ready);
-  j.cancel();
-  *cancel_sent = true;
-  failure_of(j);
-  BOOST_TEST(*heard == "operation_aborted");
-  BOOST_TEST(aborted->load() == 1);
-}
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_context_destroyed_under_a_joining_task_group_reports_nothing, Context, owned_contexts) {
-  // Nothing failed: the tasks were destroyed with their context, and the job says so.
-  stderr_capture capture;
-  auto aborted = std::make_shared<std::atomic<int>>(0);
-  coral::job<> j;
-  {
-    Context context;
-    j = coral::spawn(context.get_executor(), [aborted]() -> coral::task<> {
-      coral::task_group g(co_await coral::this_task::executor);
-      g.spawn(sleeper(aborted));
-      g.spawn(sleeper(aborted));
-      co_await g.join();
-    });
-    context.settle();
-  }
-  BOOST_TEST((failure_of(j) == asio::error::operation_aborted));
-  BOOST_TEST(lifetime::alive == 0);
-  const auto text = capture.text();
-  BOOST_TEST(text.empty(), text);
 }
 
 // Lossless select: channel operations raced in when_any / with_timeout happen only if they win.
@@ -1264,6 +831,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cancellations_of_every_type_one_after_another_all_
   }
 }
 
+BOOST_AUTO_TEST_SUITE_END()
+
 // A join is over when its children are: whatever a child produced and the join did not hand over
 // is destroyed before the join returns, never afterwards on the child's thread.
 BOOST_AUTO_TEST_SUITE(a_join_is_over_when_its_children_are)
@@ -1403,42 +972,122 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_job_reports_done_only_when_nothing_of_its_task_i
 
 BOOST_AUTO_TEST_SUITE_END()
 
-// A parent holding I/O objects of its own context awaits children on another context that end
-// at a random moment while its context is destroyed: the parent is freed on the thread destroying
-// its context, while it still exists, never on the child's thread afterwards.
+BOOST_AUTO_TEST_SUITE(awaitable_operators)
+
+// As code ported from asio::awaitable has it: Asio's operators must not get in the way.
+using namespace asio::experimental::awaitable_operators;
+
 namespace {
 
-coral::task<int, coral::pool_executor> spin_on_the_pool(int micros) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
-  while (std::chrono::steady_clock::now() < until) {
-  }
-  co_return micros;
+coral::task<> nothing_after(std::chrono::milliseconds d) {
+  co_await coral::sleep_for(d);
 }
+coral::task<std::string> text(std::string s) {
+  co_return s;
+}
+
+template <class Task>
+using value_of = typename std::remove_cvref_t<Task>::value_type;
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(destroying_a_context_while_children_elsewhere_end_frees_the_parent_there) {
-  std::mt19937 random(11);
-  for (int round = 0; round < 150; ++round) {
-    std::vector<coral::job<>> parents;
-    {
-      asio::io_context ctx(1);
-      for (int i = 0; i < 4; ++i) {
-        const int micros = static_cast<int>(random() % 1500);
-        parents.push_back(coral::spawn(ctx, [&ctx, micros, i]() -> coral::task<> {
-          io_objects_of own(ctx);
-          for (;;) {
-            if (i % 2) {
-              co_await spin_on_the_pool(micros);  // a child segment of its own
-            } else {
-              co_await coral::when_all(spin_on_the_pool(micros), 1ms);  // a join's child
-            }
-          }
-        }));
-      }
-      ctx.run_for(std::chrono::microseconds(random() % 3000));
-    }
-    BOOST_TEST_REQUIRE(lifetime::alive == 0);
-    for (auto& j : parents) BOOST_TEST_REQUIRE(j.wait_for(patience));
-  }
+BOOST_AUTO_TEST_CASE(and_flattens_results_as_asio_does) {
+  static_assert(std::is_void_v<value_of<decltype(nothing_after(1ms) && nothing_after(1ms))>>);
+  static_assert(std::is_same_v<value_of<decltype(value_after(1ms, 1) && nothing_after(1ms))>, int>);
+  static_assert(std::is_same_v<value_of<decltype(nothing_after(1ms) && value_after(1ms, 1))>, int>);
+  static_assert(std::is_same_v<value_of<decltype(value_after(1ms, 1) && text(""))>, std::tuple<int, std::string>>);
+  static_assert(std::is_same_v<value_of<decltype(value_after(1ms, 1) && text("") && value_after(1ms, 1))>,
+                               std::tuple<int, std::string, int>>);
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::string> {
+    co_await (nothing_after(1ms) && nothing_after(2ms));
+    const int one = co_await (value_after(2ms, 1) && nothing_after(1ms));
+    const int two = co_await (nothing_after(2ms) && value_after(1ms, 2));
+    auto [three, four, five] = co_await (value_after(1ms, 3) && text("4") && value_after(2ms, 5));
+    co_return std::to_string(one) + std::to_string(two) + std::to_string(three) + four + std::to_string(five);
+  });
+  BOOST_TEST(get_within(std::move(j)) == "12345");
 }
+
+BOOST_AUTO_TEST_CASE(or_gives_the_first_to_end_by_position_and_flattens) {
+  static_assert(std::is_same_v<value_of<decltype(nothing_after(1ms) || nothing_after(1ms))>,
+                               std::variant<std::monostate, std::monostate>>);
+  static_assert(std::is_same_v<value_of<decltype(value_after(1ms, 1) || text("") || nothing_after(1ms))>,
+                               std::variant<int, std::string, std::monostate>>);
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::string> {
+    auto a = co_await (value_after(1h, 1) || text("b"));
+    auto b = co_await (value_after(1h, 1) || text("b") || nothing_after(1h));
+    auto c = co_await (value_after(1h, 1) || value_after(1h, 2) || value_after(1ms, 3));
+    co_return std::to_string(a.index()) + std::get<1>(a) + std::to_string(b.index()) + std::to_string(c.index()) +
+        std::to_string(std::get<2>(c));
+  });
+  BOOST_TEST(get_within(std::move(j)) == "1b123");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_failure_in_and_cancels_the_other_operand_and_is_rethrown, Place, places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(),
+                        [aborted]() -> coral::task<> { co_await (sleeper(aborted) && fail_after(1ms, "failed")); });
+  BOOST_CHECK_THROW(get_within(std::move(j)), std::runtime_error);
+  BOOST_TEST(aborted->load() == 1);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(or_ends_with_the_first_operand_to_end_even_a_failure_and_cancels_the_other, Place,
+                              places) {
+  Place place;
+  auto aborted = std::make_shared<std::atomic<int>>(0);
+  auto j = coral::spawn(place.get_executor(),
+                        [aborted]() -> coral::task<> { co_await (sleeper(aborted) || fail_after(1ms, "failed")); });
+  BOOST_CHECK_THROW(get_within(std::move(j)), std::runtime_error);
+  BOOST_TEST(aborted->load() == 1);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(or_over_asio_operations_cancels_the_loser_as_asio_does, Place, places) {
+  // The Asio idiom `op(use_awaitable) || timer.async_wait(use_awaitable)`, with use_task.
+  Place place;
+  auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::pair<std::size_t, bool>> {
+    auto ex = co_await coral::this_task::executor;
+    asio::steady_timer slow(ex, std::chrono::hours(1)), fast(ex, 1ms);
+    auto won = co_await (slow.async_wait(coral::use_task) || fast.async_wait(coral::use_task));
+    // The loser's wait was cancelled and has ended: its timer has no wait pending.
+    co_return std::pair(won.index(), slow.cancel() == 0);
+  });
+  const auto [index, loser_ended] = get_within(std::move(j));
+  BOOST_TEST(index == 1u);
+  BOOST_TEST(loser_ended);
+}
+
+asio::awaitable<int> legacy_value(int v) {
+  co_return v;
+}
+
+BOOST_AUTO_TEST_CASE(operators_mix_tasks_and_asio_awaitables) {
+  coral::event_loop loop;
+  auto j = coral::spawn(loop, []() -> coral::task<std::tuple<int, int, std::size_t>> {
+    auto [a, b] = co_await (value_after(1ms, 1) && legacy_value(2));
+    auto raced = co_await (legacy_value(3) || value_after(std::chrono::hours(1), 4));
+    co_return std::tuple(a, b, raced.index());
+  });
+  const auto [a, b, index] = get_within(std::move(j));
+  BOOST_TEST(a == 1);
+  BOOST_TEST(b == 2);
+  BOOST_TEST(index == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(or_over_channel_operations_is_a_lossless_select, Place, places) {
+  Place place;
+  coral::channel<int> first, second(1);
+  BOOST_REQUIRE(second.try_send(2));
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
+    auto r = co_await (first.receive() || second.receive() || std::chrono::hours(1));
+    auto timed = co_await (first.receive() || 1ms);
+    co_return std::to_string(r.index()) + std::to_string(std::get<1>(r)) + std::to_string(timed.index());
+  });
+  BOOST_TEST(get_within(std::move(j)) == "121");
+  BOOST_TEST(!first.try_send(1));  // nobody is left waiting to receive
+  BOOST_TEST(second.size() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
