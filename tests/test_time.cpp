@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(sleep_for_and_sleep_until_wait_on_the_steady_clock) {
 }
 
 BOOST_AUTO_TEST_CASE(a_duration_too_long_for_the_clock_means_never) {
-  // (It used to wrap around to a deadline in the past: the time-out fired at once.)
+  // (Wrapped around, it would be a deadline in the past: the time-out would fire at once.)
   auto t = []() -> coral::task<std::vector<int>> {
     auto work = []() -> coral::task<int> {
       co_await coral::sleep_for(10ms);

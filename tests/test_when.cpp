@@ -821,8 +821,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_total_cancellation_reaches_every_child_of_a_join
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(cancellations_of_every_type_one_after_another_all_arrive, Place, places) {
-  // One spawn's completion used to leave its tracked work behind on the task's thread: the next
-  // round's emit was then lost now and then when the rounds ran back to back on one thread.
+  // Rounds run back to back on one thread: a spawn's completion that left its tracked work behind
+  // on the task's thread would lose the next round's emit now and then.
   for (int round = 0; round < 3; ++round) {
     for (auto type :
          {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
