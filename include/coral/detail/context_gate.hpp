@@ -7,24 +7,30 @@
 #include <mutex>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/ref_counted.hpp"
 
 namespace coral::detail {
 
 // Something that lives on an execution context and must be told when that context shuts down
 // (a task's chain, waiting on something outside the context). Linked into its context's gate.
-class gate_member {
+// The shutdown holds a reference while it abandons a member.
+class gate_member : public ref_counted<gate_member> {
  public:
   // On the thread destroying the context, once nothing can post to it any more: let go of
   // everything outside the context and of the context's own objects.
   virtual void abandon() noexcept = 0;
-  virtual void add_ref() noexcept = 0;
-  virtual void release() noexcept = 0;
 
  protected:
   ~gate_member() = default;
 
  private:
   friend class context_gate;
+  friend class ref_counted<gate_member>;
+  // Virtual, unlike other counted objects': the gate releases members of every kind, and each
+  // frees itself its own way (a segment is deleted, a pending operation goes back to its
+  // handler's allocator).
+  virtual void destroy_self() noexcept = 0;
+
   gate_member* gate_next_ = nullptr;
   gate_member* gate_prev_ = nullptr;
   bool gate_linked_ = false;  // guarded by the gate's members mutex
