@@ -60,15 +60,10 @@ void task_context::cancel(asio::cancellation_type type, cancel_cause cause) {
   cancelled_.store(true, std::memory_order_release);
   // Holds a reference to the segment, released also if it is destroyed without running.
   struct emit {
-    task_context* self;
+    context_ref self;
     asio::cancellation_type type;
-    emit(task_context* s, asio::cancellation_type t) noexcept : self(s), type(t) { self->add_ref(); }
-    emit(emit&& other) noexcept : self(std::exchange(other.self, nullptr)), type(other.type) {}
-    ~emit() {
-      if (self) self->release();
-    }
     void operator()() { self->emit_here(type); }
-  } e(this, type);
+  } e{context_ref(this), type};
   // Only while the segment is alive on its context (its executor is valid until it leaves): the
   // pass is taken and the executor copied under the members lock; the post itself (which may run
   // the task right here, on an inline executor) happens outside it. The pass outlives the copy,

@@ -19,17 +19,20 @@ class async_mutex_lock {
  public:
   // Adopts a lock the caller already holds (after try_lock()).
   async_mutex_lock(async_mutex& mutex, std::adopt_lock_t) noexcept : mutex_(&mutex) {}
-  async_mutex_lock(async_mutex_lock&& other) noexcept : mutex_(std::exchange(other.mutex_, nullptr)) {}
-  async_mutex_lock& operator=(async_mutex_lock&& other) noexcept;
-  ~async_mutex_lock();
+  async_mutex_lock(async_mutex_lock&&) noexcept = default;
+  async_mutex_lock& operator=(async_mutex_lock&&) noexcept = default;
+  ~async_mutex_lock() = default;
 
   // Unlocks now (see async_mutex::unlock); the guard then owns nothing.
-  void unlock() noexcept;
+  void unlock() noexcept { mutex_.reset(); }
   bool owns_lock() const noexcept { return mutex_ != nullptr; }
-  async_mutex* mutex() const noexcept { return mutex_; }
+  async_mutex* mutex() const noexcept { return mutex_.get(); }
 
  private:
-  async_mutex* mutex_;
+  struct unlocker {
+    void operator()(async_mutex* m) const noexcept;
+  };
+  std::unique_ptr<async_mutex, unlocker> mutex_;
 };
 
 // A mutex for coral tasks: waiting for it suspends the task, never its thread.
@@ -66,6 +69,10 @@ class async_mutex_lock {
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently).
+//
+// (A mutex is a semaphore of one permit: this class and its guard mirror semaphore and
+// semaphore_permit member for member, in the vocabulary of locks; what they do is permit_state's
+// and lock_awaiter's, once, in detail/.)
 class async_mutex {
  public:
   async_mutex() : state_(std::make_shared<detail::permit_state>(1)) {}
@@ -89,20 +96,8 @@ class async_mutex {
   std::shared_ptr<detail::permit_state> state_;
 };
 
-inline async_mutex_lock& async_mutex_lock::operator=(async_mutex_lock&& other) noexcept {
-  if (this != &other) {
-    unlock();
-    mutex_ = std::exchange(other.mutex_, nullptr);
-  }
-  return *this;
-}
-
-inline async_mutex_lock::~async_mutex_lock() {
-  unlock();
-}
-
-inline void async_mutex_lock::unlock() noexcept {
-  if (auto* m = std::exchange(mutex_, nullptr)) m->unlock();
+inline void async_mutex_lock::unlocker::operator()(async_mutex* m) const noexcept {
+  m->unlock();
 }
 
 }  // namespace coral

@@ -20,19 +20,22 @@ class [[nodiscard]] semaphore_permit {
  public:
   // Adopts a permit the caller already holds (after try_acquire()).
   semaphore_permit(semaphore& s, std::adopt_lock_t) noexcept : semaphore_(&s) {}
-  semaphore_permit(semaphore_permit&& other) noexcept : semaphore_(std::exchange(other.semaphore_, nullptr)) {}
-  semaphore_permit& operator=(semaphore_permit&& other) noexcept;
-  ~semaphore_permit();
+  semaphore_permit(semaphore_permit&&) noexcept = default;
+  semaphore_permit& operator=(semaphore_permit&&) noexcept = default;
+  ~semaphore_permit() = default;
 
   // Gives the permit back now (see semaphore::release); the guard then owns nothing.
-  void give_back() noexcept;
+  void give_back() noexcept { semaphore_.reset(); }
   // Keeps the permit taken without this guard: whoever it is handed to gives it back by hand
   // with semaphore::release().
-  void detach() noexcept { semaphore_ = nullptr; }
+  void detach() noexcept { static_cast<void>(semaphore_.release()); }
   bool owns_permit() const noexcept { return semaphore_ != nullptr; }
 
  private:
-  semaphore* semaphore_;
+  struct giver {
+    void operator()(semaphore* s) const noexcept;
+  };
+  std::unique_ptr<semaphore, giver> semaphore_;
 };
 
 // A counting semaphore for coral tasks: waiting for a permit suspends the task, never its thread.
@@ -99,20 +102,8 @@ class semaphore {
   std::shared_ptr<detail::permit_state> state_;
 };
 
-inline semaphore_permit& semaphore_permit::operator=(semaphore_permit&& other) noexcept {
-  if (this != &other) {
-    give_back();
-    semaphore_ = std::exchange(other.semaphore_, nullptr);
-  }
-  return *this;
-}
-
-inline semaphore_permit::~semaphore_permit() {
-  give_back();
-}
-
-inline void semaphore_permit::give_back() noexcept {
-  if (auto* s = std::exchange(semaphore_, nullptr)) s->release();
+inline void semaphore_permit::giver::operator()(semaphore* s) const noexcept {
+  s->release();
 }
 
 }  // namespace coral

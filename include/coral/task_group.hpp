@@ -122,10 +122,8 @@ class task_group::join_operation : public detail::external_wait {
 
  private:
   struct forward_group_cancellation {
-    detail::group_state* state;
-    explicit forward_group_cancellation(detail::group_state* s) noexcept : state(s) { state->add_ref(); }
-    forward_group_cancellation(const forward_group_cancellation&) = delete;
-    ~forward_group_cancellation() { state->release(); }
+    detail::counted_ref<detail::group_state> state;
+    explicit forward_group_cancellation(detail::group_state* s) noexcept : state(s) {}
     void operator()(boost::asio::cancellation_type) const { state->cancel(); }
   };
 

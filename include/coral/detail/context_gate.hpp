@@ -7,24 +7,30 @@
 #include <mutex>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/ref_counted.hpp"
 
 namespace coral::detail {
 
 // Something that lives on an execution context and must be told when that context shuts down
 // (a task's chain, waiting on something outside the context). Linked into its context's gate.
-class gate_member {
+// The shutdown holds a reference while it abandons a member.
+class gate_member : public ref_counted<gate_member> {
  public:
   // On the thread destroying the context, once nothing can post to it any more: let go of
   // everything outside the context and of the context's own objects.
   virtual void abandon() noexcept = 0;
-  virtual void add_ref() noexcept = 0;
-  virtual void release() noexcept = 0;
 
  protected:
   ~gate_member() = default;
 
  private:
   friend class context_gate;
+  friend class ref_counted<gate_member>;
+  // Virtual, unlike other counted objects': the gate releases members of every kind, and each
+  // frees itself its own way (a segment is deleted, a pending operation goes back to its
+  // handler's allocator).
+  virtual void destroy_self() noexcept = 0;
+
   gate_member* gate_next_ = nullptr;
   gate_member* gate_prev_ = nullptr;
   bool gate_linked_ = false;  // guarded by the gate's members mutex
@@ -114,35 +120,19 @@ class context_gate {
   // or `drop()` under the members lock once the gate is closing (the context surely exists in both).
   template <class Post, class Drop>
   void claim(gate_member& m, Post&& post, Drop&& drop) {
-    if (pass p(*this); p) {
-      if (unlink(m)) post();
-      return;
-    }
-    std::lock_guard lock(members_mutex_);
-    if (unlink_locked(m)) drop();
+    claim_then([&](bool locked) noexcept { return locked ? unlink_locked(m) : unlink(m); }, post, drop);
   }
-
   // Unlinks `m` and, if this caller did, runs `let_go()` (which ends outstanding work on the
-  // context) while the context surely exists: inside a pass, or, once the gate is closing, under
-  // the members lock, which the shutdown takes before the context can go.
+  // context) while the context surely exists.
   template <class F>
   void unlink_and(gate_member& m, F&& let_go) noexcept {
-    if (pass p(*this); p) {
-      if (unlink(m)) let_go();
-      return;
-    }
-    std::lock_guard lock(members_mutex_);
-    if (unlink_locked(m)) let_go();
+    claim(m, let_go, let_go);
   }
   // As unlink_and, for a member that is not linked (a hosted segment): `done` says who lets go.
+  // (An atomic, not the members lock, while the gate is open.)
   template <class F>
   void once_and(std::atomic<bool>& done, F&& let_go) noexcept {
-    if (pass p(*this); p) {
-      if (!done.exchange(true, std::memory_order_acq_rel)) let_go();
-      return;
-    }
-    std::lock_guard lock(members_mutex_);
-    if (!done.exchange(true, std::memory_order_acq_rel)) let_go();
+    claim_then([&](bool) noexcept { return !done.exchange(true, std::memory_order_acq_rel); }, let_go, let_go);
   }
   // Runs f() under the members lock if `m` is still linked (for cancel(), which must not race
   // with the member's end). Returns whether it ran.
@@ -158,6 +148,19 @@ class context_gate {
   void shut_down() noexcept;
 
  private:
+  // The one caller for whom `claim(locked)` is true runs `post()` inside a pass or, once the gate
+  // is closing, `drop()` under the members lock, which the shutdown takes before the context can
+  // go: either way while the context surely exists.
+  template <class Claim, class Post, class Drop>
+  void claim_then(Claim&& claim, Post& post, Drop& drop) {
+    if (pass p(*this); p) {
+      if (claim(false)) post();
+      return;
+    }
+    std::lock_guard lock(members_mutex_);
+    if (claim(true)) drop();
+  }
+
   bool unlink_locked(gate_member& m) noexcept {
     if (!m.gate_linked_) return false;
     (m.gate_prev_ ? m.gate_prev_->gate_next_ : members_) = m.gate_next_;

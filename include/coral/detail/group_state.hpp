@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coral/detail/job_state.hpp"
+#include "coral/detail/ref_counted.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
@@ -26,13 +27,8 @@ struct group_link {
 //
 // Lock discipline: `mutex_` guards the list, the failure and the joiner; cancelling children and
 // resuming the joiner happen after it is released.
-class group_state {
+class group_state : public ref_counted<group_state> {
  public:
-  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
-
   // Links a child that is about to start (holding an object reference to it). A group that was
   // cancelled, or whose child failed, cancels it at once.
   void add(group_link& link) {
@@ -129,10 +125,12 @@ class group_state {
   }
 
  private:
+  friend class ref_counted<group_state>;
   ~group_state() {
     // A failure nobody joined to see is reported, not lost.
     if (failure_) report_unobserved_exception(failure_);
   }
+  void destroy_self() noexcept { delete this; }
 
   void cancel_children() noexcept {
     std::vector<context_ref> running;
@@ -150,7 +148,6 @@ class group_state {
   std::exception_ptr failure_;
   suspended_task joiner_;
   bool joiner_waiting_ = false;
-  std::atomic<int> refs_{1};
 };
 
 }  // namespace coral::detail

@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "coral/detail/allocated.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/inline_queue.hpp"
 #include "coral/detail/promise.hpp"
@@ -44,30 +45,16 @@ using job_callback_ptr = std::unique_ptr<job_callback<T>, job_callback_deleter<T
 // `f` in memory from `Allocator` (a completion handler's associated allocator, say).
 template <class T, class F, class Allocator>
 struct job_callback_fn final : job_callback<T> {
-  using allocator_type = typename std::allocator_traits<Allocator>::template rebind_alloc<job_callback_fn>;
-
   static job_callback_ptr<T> make(F f, const Allocator& allocator) {
-    allocator_type a(allocator);
-    job_callback_fn* p = std::allocator_traits<allocator_type>::allocate(a, 1);
-    try {
-      std::allocator_traits<allocator_type>::construct(a, p, std::move(f), a);
-    } catch (...) {
-      std::allocator_traits<allocator_type>::deallocate(a, p, 1);
-      throw;
-    }
-    return job_callback_ptr<T>(p);
+    return job_callback_ptr<T>(allocate_object<job_callback_fn>(allocator, std::move(f), allocator));
   }
 
-  job_callback_fn(F f, const allocator_type& a) : f(std::move(f)), allocator(a) {}
+  job_callback_fn(F f, const Allocator& a) : f(std::move(f)), allocator(a) {}
   void run(job_state<T>& state) override { f(state); }
-  void destroy() noexcept override {
-    allocator_type a(allocator);
-    std::allocator_traits<allocator_type>::destroy(a, this);
-    std::allocator_traits<allocator_type>::deallocate(a, this, 1);
-  }
+  void destroy() noexcept override { deallocate_object(allocator, this); }
 
   F f;
-  allocator_type allocator;
+  Allocator allocator;
 };
 
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;

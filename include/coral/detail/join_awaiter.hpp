@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "coral/detail/join_state.hpp"
+#include "coral/detail/ref_counted.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
@@ -14,19 +15,15 @@ namespace coral::detail {
 // Forwards the parent's cancellation to every child of the join (installed in the parent's slot,
 // so it runs on the parent's executor; each child's signal is emitted on the child's executor).
 struct forward_join_cancellation {
-  join_state* join;
+  counted_ref<join_state> join;
   task_context* parent;  // whose slot holds this handler: alive while it runs
-  forward_join_cancellation(join_state* j, task_context* p) noexcept : join(j), parent(p) { join->add_ref(); }
-  forward_join_cancellation(const forward_join_cancellation&) = delete;
-  ~forward_join_cancellation() { join->release(); }
+  forward_join_cancellation(join_state* j, task_context* p) noexcept : join(j), parent(p) {}
   void operator()(asio::cancellation_type type) const {
     // On an executor that runs posted work on the spot (inline_executor), a cancelled child may end
     // and resume the parent, which clears its slot and destroys this handler, before
     // cancel_children returns: the join is held by the call, not by the handler.
-    join_state* j = join;
-    j->add_ref();
-    j->cancel_children(type, true, join_state::no_exception, parent->cause());
-    j->release();
+    counted_ref<join_state> held(join.get());
+    held->cancel_children(type, true, join_state::no_exception, parent->cause());
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "coral/detail/job_state.hpp"
 #include "coral/detail/race.hpp"
+#include "coral/detail/ref_counted.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
@@ -26,17 +27,10 @@ enum class join_kind { first_failure, first_end };
 // still starting them: so the parent is resumed only by the last child to end after the start,
 // and finds out by itself when they all ended during the start (children that finish without
 // suspending), in which case it does not suspend at all.
-class join_state {
+class join_state : public ref_counted<join_state> {
  public:
   join_state(join_kind kind, std::size_t children) : kind_(kind), remaining_(children + 1) {
     children_.reserve(children);
-  }
-  join_state(const join_state&) = delete;
-  join_state& operator=(const join_state&) = delete;
-
-  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
   // Before any child starts: registers a child (holding an object reference to it). `hosted`: it
@@ -138,9 +132,11 @@ class join_state {
   suspended_task parent;
 
  private:
+  friend class ref_counted<join_state>;
   ~join_state() {
     for (auto& child : children_) child.context->release();
   }
+  void destroy_self() noexcept { delete this; }
 
   void arrive(bool on_parent_executor, bool local) noexcept {
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -177,7 +173,6 @@ class join_state {
   std::atomic<std::size_t> remaining_;
   race_decision decision_;
   std::atomic<int> link_{waiting};
-  std::atomic<int> refs_{1};
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
     task_context* context;

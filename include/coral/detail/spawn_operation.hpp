@@ -11,11 +11,13 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/allocated.hpp"
 #include "coral/detail/asio.hpp"
 #include "coral/detail/context_gate.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/job_state.hpp"
 #include "coral/detail/promise.hpp"
+#include "coral/detail/ref_counted.hpp"
 #include "coral/detail/task_awaiter.hpp"
 
 namespace coral::detail {
@@ -82,16 +84,13 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
 template <class T>
 class spawn_cancellation {
  public:
-  explicit spawn_cancellation(job_state<T>* state) noexcept : state_(state) { state_->add_ref(); }
-  spawn_cancellation(const spawn_cancellation&) = delete;
-  spawn_cancellation& operator=(const spawn_cancellation&) = delete;
-  ~spawn_cancellation() { state_->release(); }
+  explicit spawn_cancellation(job_state<T>* state) noexcept : state_(state) {}
   void operator()(asio::cancellation_type) const {
     if (!state_->done()) state_->cancel();
   }
 
  private:
-  job_state<T>* state_;
+  counted_ref<job_state<T>> state_;
 };
 
 // Dispatches `f` to `executor` with the memory of `allocator`. A handler without an allocator of
@@ -122,29 +121,14 @@ class pending_completion final : public gate_member {
     handler.reset();
     work.reset();
   }
-  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept override {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    rebound a(allocator_);
-    std::allocator_traits<rebound>::destroy(a, this);
-    std::allocator_traits<rebound>::deallocate(a, this, 1);
-  }
 
   static pending_completion* make(Handler h, Work w, const Allocator& allocator) {
-    rebound a(allocator);
-    auto* p = std::allocator_traits<rebound>::allocate(a, 1);
-    try {
-      std::allocator_traits<rebound>::construct(a, p, std::move(h), std::move(w), allocator);
-    } catch (...) {
-      std::allocator_traits<rebound>::deallocate(a, p, 1);
-      throw;
-    }
-    return p;
+    return allocate_object<pending_completion>(allocator, std::move(h), std::move(w), allocator);
   }
 
  private:
-  using rebound = typename std::allocator_traits<Allocator>::template rebind_alloc<pending_completion>;
-  std::atomic<int> refs_{1};
+  void destroy_self() noexcept override { deallocate_object(allocator_, this); }
+
   Allocator allocator_;
 };
 

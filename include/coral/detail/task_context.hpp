@@ -11,6 +11,7 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/context_gate.hpp"
+#include "coral/detail/ref_counted.hpp"
 #include "coral/detail/segment_attachment.hpp"
 
 namespace coral::detail {
@@ -105,9 +106,7 @@ class task_context : public gate_member {
   // The slot for an Asio operation on the segment's own context: unconnected while nothing can
   // cancel the segment (no job handle, no completion token slot, no parent), which spares the
   // operation its cancellation handler.
-  asio::cancellation_slot op_slot() noexcept {
-    return refs_.load(std::memory_order_acquire) > 1 ? signal_.slot() : asio::cancellation_slot();
-  }
+  asio::cancellation_slot op_slot() noexcept { return shared() ? signal_.slot() : asio::cancellation_slot(); }
   // Any thread: marks the segment cancelled (for `cause`) and emits its signal on its executor.
   void cancel(asio::cancellation_type type = asio::cancellation_type::all, cancel_cause cause = not_a_deadline);
   // On the executor: marks the segment cancelled (for `cause`) and emits its signal now.
@@ -129,6 +128,8 @@ class task_context : public gate_member {
   // gate's shutdown does for a segment linked to it.
   void abandon_hosted() noexcept { abandon(); }
 
+  // (A count of its own, not a second ref_counted: it starts at zero, abandon() takes one only
+  // while any is left, and the last one ends the chain, not the object.)
   void add_keep_alive() noexcept { keep_alive_.fetch_add(1, std::memory_order_relaxed); }
   void release_keep_alive() noexcept {
     if (keep_alive_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -136,11 +137,6 @@ class task_context : public gate_member {
       release();  // the running segment's reference
     }
   }
-  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept override {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
-
   // Called from the final suspension of the segment's outermost coroutine, on its executor.
   virtual void complete() noexcept = 0;
 
@@ -164,6 +160,8 @@ class task_context : public gate_member {
   void abandon() noexcept override;
 
  private:
+  void destroy_self() noexcept override { delete this; }
+
   void note_cause(cancel_cause cause) noexcept {
     cancel_cause seen = cause_.load(std::memory_order_relaxed);
     while (cause < seen && !cause_.compare_exchange_weak(seen, cause, std::memory_order_acq_rel)) {
@@ -194,7 +192,6 @@ class task_context : public gate_member {
   external_wait* external_wait_ = nullptr;
   segment_attachments attachments_;
   std::atomic<std::uint32_t> keep_alive_{0};
-  std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> cancelled_{false};
   // (No cause until cancelled: the largest value, which any cause replaces.)
   std::atomic<cancel_cause> cause_{std::numeric_limits<cancel_cause>::max()};
@@ -205,46 +202,10 @@ class task_context : public gate_member {
 };
 
 // A keep-alive reference to a segment.
-class keep_alive {
- public:
-  keep_alive() noexcept = default;
-  explicit keep_alive(task_context* context) noexcept : context_(context) {
-    if (context_) context_->add_keep_alive();
-  }
-  keep_alive(keep_alive&& other) noexcept : context_(std::exchange(other.context_, nullptr)) {}
-  keep_alive& operator=(keep_alive&& other) noexcept {
-    if (this != &other) {
-      reset();
-      context_ = std::exchange(other.context_, nullptr);
-    }
-    return *this;
-  }
-  ~keep_alive() { reset(); }
-  void reset() noexcept {
-    if (auto* c = std::exchange(context_, nullptr)) c->release_keep_alive();
-  }
-
- private:
-  task_context* context_ = nullptr;
-};
+using keep_alive = counted_ref<task_context, &task_context::add_keep_alive, &task_context::release_keep_alive>;
 
 // An object reference to a segment.
-class context_ref {
- public:
-  context_ref() noexcept = default;
-  explicit context_ref(task_context* context) noexcept : context_(context) {
-    if (context_) context_->add_ref();
-  }
-  context_ref(context_ref&& other) noexcept : context_(std::exchange(other.context_, nullptr)) {}
-  context_ref& operator=(context_ref&&) = delete;
-  ~context_ref() {
-    if (context_) context_->release();
-  }
-  task_context* operator->() const noexcept { return context_; }
-
- private:
-  task_context* context_ = nullptr;
-};
+using context_ref = counted_ref<task_context>;
 
 // Resumes a suspended coroutine when invoked (through the executor it was posted to). If it is
 // destroyed uninvoked, for example with its io_context, it lets go of the chain, which frees it.

@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "coral/detail/allocated.hpp"
 #include "coral/detail/asio.hpp"
 #include "coral/detail/context_gate.hpp"
 #include "coral/error.hpp"
@@ -29,8 +30,7 @@ class channel_async_op final : public Waiter, public gate_member {
   using work_executor =
       std::decay_t<decltype(asio::prefer(std::declval<asio::associated_executor_t<Handler, asio::system_executor>>(),
                                          asio::execution::outstanding_work.tracked))>;
-  using allocator_type =
-      typename std::allocator_traits<asio::associated_allocator_t<Handler>>::template rebind_alloc<channel_async_op>;
+  using allocator_type = asio::associated_allocator_t<Handler>;
   static constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
   // A send's value, or where a receive's item is put.
   using storage_type = std::conditional_t<sends, std::optional<T>, std::optional<channel_item<T>>>;
@@ -53,14 +53,8 @@ class channel_async_op final : public Waiter, public gate_member {
   static void start(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
                     Operation operation) {
     allocator_type allocator(asio::get_associated_allocator(handler));
-    channel_async_op* op = std::allocator_traits<allocator_type>::allocate(allocator, 1);
-    try {
-      std::allocator_traits<allocator_type>::construct(allocator, op, std::move(state), std::move(handler),
-                                                       std::move(value), allocator);
-    } catch (...) {
-      std::allocator_traits<allocator_type>::deallocate(allocator, op, 1);
-      throw;
-    }
+    auto* op =
+        allocate_object<channel_async_op>(allocator, std::move(state), std::move(handler), std::move(value), allocator);
     op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
     if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
     bool done;
@@ -109,11 +103,6 @@ class channel_async_op final : public Waiter, public gate_member {
     gate_->link(*this);
   }
 
-  void add_ref() noexcept override { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept override {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
-  }
-
  private:
   // The handler's context is shutting down (nothing can enter its gate any more). A waiting
   // operation is unlinked from the channel and destroyed, as Asio destroys its pending operations;
@@ -129,11 +118,9 @@ class channel_async_op final : public Waiter, public gate_member {
     if (votes_.fetch_add(1, std::memory_order_acq_rel) == 1) release();
   }
 
-  void destroy() noexcept {
+  void destroy_self() noexcept override {
     gate_->unlink(*this);
-    allocator_type allocator(allocator_);  // (the member goes with the operation)
-    std::allocator_traits<allocator_type>::destroy(allocator, this);
-    std::allocator_traits<allocator_type>::deallocate(allocator, this, 1);
+    deallocate_object(allocator_, this);
   }
 
   void complete() {
@@ -170,7 +157,6 @@ class channel_async_op final : public Waiter, public gate_member {
   std::shared_ptr<context_gate> gate_;
   storage_type storage_;
   asio::cancellation_slot slot_;
-  std::atomic<int> refs_{1};
   std::atomic<int> votes_{0};
 };
 

@@ -102,30 +102,10 @@ class channel_state {
 
   // Returns true if the send completed at once (w.error says how); false if `w` now waits, or,
   // with `may_wait` false, if it would have to (`w` is not queued then). Throws what T's move
-  // throws.
+  // throws. A closed channel takes no value, even with room in its buffer.
   bool send(send_waiter<T>& w, task_context* waker, bool may_wait = true) {
-    handoff h(waker);
-    bool waits = false;
-    {
-      std::lock_guard lock(mutex_);
-      if (closed_) {
-        w.error = errc::channel_closed;
-        return true;
-      }
-      switch (put(*w.value, w.ticket, h)) {
-        case outcome::lost:
-          w.error = asio::error::operation_aborted;
-          break;
-        case outcome::none:
-          if (may_wait) senders_.push_back(w);
-          waits = true;
-          break;
-        default:
-          break;
-      }
-    }
-    h.complete(waker);
-    return !waits;
+    return complete_or_wait(w, waker, may_wait,
+                            [&](handoff& h) { return closed_ ? outcome::none : put(*w.value, w.ticket, h); });
   }
 
   // Sends only if that needs no waiting. Consumes `value` only on success.
@@ -142,30 +122,9 @@ class channel_state {
 
   // Returns true if the receive completed at once (an item in *w.destination, or w.error); false
   // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's move throws.
+  // Values buffered before a close are still received.
   bool receive(receive_waiter<T>& w, task_context* waker, bool may_wait = true) {
-    handoff h(waker);
-    bool waits = false;
-    {
-      std::lock_guard lock(mutex_);
-      switch (take(*w.destination, w.ticket, h)) {
-        case outcome::lost:
-          w.error = asio::error::operation_aborted;
-          break;
-        case outcome::none:
-          if (closed_) {
-            w.error = errc::channel_closed;
-            w.exception = cause_;
-          } else {
-            if (may_wait) receivers_.push_back(w);
-            waits = true;
-          }
-          break;
-        default:
-          break;
-      }
-    }
-    h.complete(waker);
-    return !waits;
+    return complete_or_wait(w, waker, may_wait, [&](handoff& h) { return take(*w.destination, w.ticket, h); });
   }
 
   std::optional<T> try_receive(task_context* waker) {
@@ -257,6 +216,38 @@ class channel_state {
   // done: the value moved. lost: the operation's race was won by another branch (nothing done).
   // none: nothing to move (no counterpart, no room or no value). failed: a move threw.
   enum class outcome { done, lost, none, failed };
+
+  // A send or receive `w`: `attempt(h)`, under the lock, moves its value if it can (put or take);
+  // if nothing can move yet, `w` waits in its queue, or fails once the channel is closed (a receiver
+  // with the close's cause, as close() fails the waiting ones). Counterparts and losers are woken
+  // after the lock. Returns true if `w` completed.
+  template <class Waiter, class Attempt>
+  bool complete_or_wait(Waiter& w, task_context* waker, bool may_wait, Attempt attempt) {
+    constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
+    handoff h(waker);
+    bool waits = false;
+    {
+      std::lock_guard lock(mutex_);
+      switch (attempt(h)) {
+        case outcome::lost:
+          w.error = asio::error::operation_aborted;
+          break;
+        case outcome::none:
+          if (closed_) {
+            w.error = errc::channel_closed;
+            if constexpr (!sends) w.exception = cause_;
+          } else {
+            if (may_wait) (sends ? senders_ : receivers_).push_back(w);
+            waits = true;
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    h.complete(waker);
+    return !waits;
+  }
 
   // Under the lock: claims, with the operation's ticket `mine`, the first waiting counterpart in
   // `queue` whose race it can win too, unlinking the ones that lost theirs. Null if none.

@@ -22,6 +22,8 @@ namespace coral {
 
 namespace detail {
 
+// As when_all_awaiter, the join itself is tuple_join_awaiter's; the two differ in when the join
+// ends (the first end, not the first failure) and in the result (the winner's value alone).
 template <class... Tasks>
 class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
   using base = tuple_join_awaiter<join_kind::first_end, Tasks...>;
