@@ -95,6 +95,8 @@ class group_state : public ref_counted<group_state> {
   }
 
   // The joiner: true if it must wait (children are running); it is then resumed by the last one.
+  // (Not a wait_link: whether the joiner waits is decided with the count of running children,
+  // under the group's mutex, which every child's end takes anyway.)
   template <class Promise>
   bool wait(std::coroutine_handle<Promise> coroutine) {
     std::lock_guard lock(mutex_);

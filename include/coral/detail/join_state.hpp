@@ -12,6 +12,7 @@
 #include "coral/detail/race.hpp"
 #include "coral/detail/ref_counted.hpp"
 #include "coral/detail/suspended_task.hpp"
+#include "coral/detail/wait_link.hpp"
 
 namespace coral::detail {
 
@@ -108,20 +109,17 @@ class join_state : public ref_counted<join_state> {
   // running and will resume it), false if they have all ended already.
   bool parent_arrives() noexcept {
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return true;
-    link_.store(completed, std::memory_order_relaxed);  // nobody else looks at it any more
+    link_.mark_completed();
     return false;
   }
 
   // Whether every child has ended and the parent was (or is about to be) resumed: nothing of the
   // children touches their results any more.
-  bool over() const noexcept { return link_.load(std::memory_order_acquire) == completed; }
+  bool over() const noexcept { return link_.completed(); }
 
   // The parent's context is shutting down: true if the parent let go before the children ended
   // (they are then cancelled and nobody resumes the parent).
-  bool detach() noexcept {
-    int expected = waiting;
-    return link_.compare_exchange_strong(expected, detached, std::memory_order_acq_rel);
-  }
+  bool detach() noexcept { return link_.detach(); }
 
   // After detach(): the parent's frames go once the children on its context have gone (during the
   // same shutdown: they are abandoned, or their pending handlers destroyed), never before, since a
@@ -149,8 +147,7 @@ class join_state : public ref_counted<join_state> {
       pass.emplace(*parent_gate_);
       if (!*pass) return;
     }
-    int expected = waiting;
-    if (!link_.compare_exchange_strong(expected, completed, std::memory_order_acq_rel)) return;
+    if (!link_.complete()) return;
     if (on_parent_executor) {
       parent.resume_nested();
     } else if (pass) {
@@ -166,13 +163,11 @@ class join_state : public ref_counted<join_state> {
     if (local_pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) parent.let_go();
   }
 
-  enum : int { waiting, completed, detached };
-
   const join_kind kind_;
   std::atomic<std::size_t> local_pending_{1};
   std::atomic<std::size_t> remaining_;
   race_decision decision_;
-  std::atomic<int> link_{waiting};
+  wait_link link_;
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
     task_context* context;
