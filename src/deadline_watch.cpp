@@ -55,7 +55,7 @@ class deadline_watch::expiry {
 
 const char deadline_watch::kind_tag = 0;
 
-deadline_watch& deadline_watch::attach_to(task_context& segment) {
+deadline_watch& deadline_watch::attach_to(task_segment& segment) {
   auto* made = new deadline_watch(segment.executor());
   segment.attachments().add(*made);
   return *made;

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <utility>
 
-#include "coral/detail/job_state.hpp"
+#include "coral/detail/result_segment.hpp"
 #include "coral/unobserved.hpp"
 
 namespace coral {

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "coral/detail/job_state.hpp"
-#include "coral/detail/task_context.hpp"
+#include "coral/detail/result_segment.hpp"
+#include "coral/detail/task_segment.hpp"
 
 namespace coral {
 

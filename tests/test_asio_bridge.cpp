@@ -494,9 +494,9 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
   auto body = [strand]() -> asio::awaitable<std::string> {
     co_await coral_void();
     std::string log = strand.running_in_this_thread() ? "strand" : "elsewhere";
-    const int a = co_await coral::as_awaitable(coral_value(1));
+    const int a = co_await coral::to_awaitable(coral_value(1));
     log += " " + std::to_string(a) + (strand.running_in_this_thread() ? " strand" : " elsewhere");
-    const int b = co_await coral::as_awaitable(coral_on_pool(2));
+    const int b = co_await coral::to_awaitable(coral_on_pool(2));
     log += " " + std::to_string(b) + (strand.running_in_this_thread() ? " strand" : " elsewhere");
     try {
       co_await coral_failure();
@@ -504,7 +504,7 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
       log += std::string(" ") + e.what();
     }
     try {
-      co_await coral::as_awaitable(coral_value_failure());
+      co_await coral::to_awaitable(coral_value_failure());
     } catch (const std::runtime_error& e) {
       log += std::string(" ") + e.what();
     }
@@ -540,7 +540,7 @@ BOOST_AUTO_TEST_CASE(an_asio_awaitable_waiting_on_a_task_elsewhere_may_have_its_
           ctx,
           [&]() -> asio::awaitable<void> {
             if (round % 2) {
-              co_await coral::as_awaitable(far(release, waiting, ended));
+              co_await coral::to_awaitable(far(release, waiting, ended));
             } else {
               co_await [](coral::task<int, coral::pool_executor> t) -> coral::task<void, coral::pool_executor> {
                 co_await std::move(t);

@@ -449,17 +449,19 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(unobserved)
 
-BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
-  std::string text;
+// What a task that fails while nobody holds its job writes on stderr.
+std::string stderr_of_a_dropped_failure() {
+  stderr_capture capture;
   {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());  // job dropped at once
-      ctx.run();
-    }
-    text = capture.text();
+    asio::io_context ctx;
+    coral::spawn(ctx, failing());  // job dropped at once
+    ctx.run();
   }
+  return capture.text();
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_nobody_observes_is_reported_on_stderr) {
+  const std::string text = stderr_of_a_dropped_failure();
   BOOST_TEST(text.find("nobody observed") != std::string::npos);
   BOOST_TEST(text.find("boom") != std::string::npos);
 }
@@ -489,16 +491,7 @@ BOOST_AUTO_TEST_CASE(an_installed_handler_receives_unobserved_exceptions_instead
     }
   });
   BOOST_TEST(!previous);  // the default
-  std::string text;
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());  // job dropped at once
-      ctx.run();
-    }
-    text = capture.text();
-  }
+  std::string text = stderr_of_a_dropped_failure();
   BOOST_TEST(text.empty(), text);
   BOOST_REQUIRE(seen->size() == 1u);
   BOOST_TEST(seen->front().find("boom") != std::string::npos);
@@ -506,26 +499,10 @@ BOOST_AUTO_TEST_CASE(an_installed_handler_receives_unobserved_exceptions_instead
   // A handler that throws is reported on stderr; an empty one restores the default.
   auto mine = coral::set_unobserved_exception_handler([](std::exception_ptr) { throw std::runtime_error("oops"); });
   BOOST_TEST(static_cast<bool>(mine));
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());
-      ctx.run();
-    }
-    text = capture.text();
-  }
+  text = stderr_of_a_dropped_failure();
   BOOST_TEST(text.find("handler threw: oops") != std::string::npos, text);
   coral::set_unobserved_exception_handler({});
-  {
-    stderr_capture capture;
-    {
-      asio::io_context ctx;
-      coral::spawn(ctx, failing());
-      ctx.run();
-    }
-    text = capture.text();
-  }
+  text = stderr_of_a_dropped_failure();
   BOOST_TEST(text.find("nobody observed") != std::string::npos, text);
   BOOST_TEST(seen->size() == 1u);
 }

@@ -147,7 +147,7 @@ class async_generator<T>::next_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> consumer) {
-    task_context& context = consumer.promise().context();
+    task_segment& context = consumer.promise().segment();
     context.throw_if_cancelled();
     const handle_type body = owner_->frame_.get();
     body.promise().run_inline(context, consumer);
@@ -165,7 +165,7 @@ class async_generator<T>::next_awaiter {
  private:
   friend async_generator;
   explicit next_awaiter(async_generator& owner) noexcept : owner_(&owner) {}
-  using task_context = detail::task_context;
+  using task_segment = detail::task_segment;
 
   async_generator* owner_;
   bool in_flight_ = false;

@@ -47,14 +47,14 @@ class awaiter : private detail::external_wait {
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     task_.suspend(coroutine);
     link_.arm();
-    task_.context().set_external_wait(this);
+    task_.segment().set_external_wait(this);
     after_suspend();
   }
 
   R await_resume() {
-    task_.context().set_external_wait(nullptr);
+    task_.segment().set_external_wait(nullptr);
     before_resume();
-    task_.context().throw_if_cancelled();
+    task_.segment().throw_if_cancelled();
     if (exception_) std::rethrow_exception(exception_);
     if constexpr (!std::is_void_v<R>) return std::move(*value_);
   }
@@ -75,7 +75,7 @@ class awaiter : private detail::external_wait {
   virtual void before_resume() {}
 
   // The executor of the awaiting task (valid from after_suspend() on).
-  const boost::asio::any_io_executor& executor() const noexcept { return task_.context().executor(); }
+  const boost::asio::any_io_executor& executor() const noexcept { return task_.segment().executor(); }
 
  private:
   // Posted, not dispatched: the task must not run (and destroy this awaiter) inside resume().

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "coral/detail/deadline.hpp"
-#include "coral/detail/job_state.hpp"
+#include "coral/detail/result_segment.hpp"
 
 namespace coral {
 
@@ -24,7 +24,7 @@ namespace coral {
 // Thread safety: distinct objects: safe. Shared objects: safe (a job may be used from any thread).
 template <class T = void>
 class job {
-  using state_type = detail::job_state<T>;
+  using state_type = detail::result_segment<T>;
 
  public:
   using value_type = T;

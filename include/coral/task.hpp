@@ -93,7 +93,7 @@ auto task<T, Executor>::operator()(CompletionToken&& token) && {
         // dereferences its result struct (boost/asio/impl/awaitable.hpp:956) and does not compile.
         static_assert(std::is_void_v<T> || !detail::is_awaitable_op_handler_v<decltype(handler)>,
                       "coral: with Boost 1.81, an asio::awaitable awaits a task<T> that returns a value through "
-                      "coral::as_awaitable: `T v = co_await coral::as_awaitable(coral_task());` (task<void> needs "
+                      "coral::to_awaitable: `T v = co_await coral::to_awaitable(coral_task());` (task<void> needs "
                       "no wrapper)");
         auto executor = boost::asio::get_associated_executor(handler);
         detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t));

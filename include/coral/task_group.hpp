@@ -59,7 +59,7 @@ class task_group {
     link->context = child;
     detail::group_link& linked = *link;
     state_->add_ref();
-    child->when_done([group = state_, link = std::move(link)](detail::job_state<T>& s) {
+    child->when_done([group = state_, link = std::move(link)](detail::result_segment<T>& s) {
       // The group reports the failure (join, or the group's end): not the job.
       s.mark_observed();
       std::exception_ptr failure;
@@ -102,7 +102,7 @@ class task_group::join_operation : public detail::external_wait {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    context_ = &coroutine.promise().context();
+    context_ = &coroutine.promise().segment();
     if (context_->cancelled()) state_->cancel();  // level-triggered: the join still waits for them
     if (!state_->wait(coroutine)) return false;
     forward_ = context_->op_slot().is_connected();
@@ -135,7 +135,7 @@ class task_group::join_operation : public detail::external_wait {
   }
 
   detail::group_state* state_;
-  detail::task_context* context_ = nullptr;
+  detail::task_segment* context_ = nullptr;
   bool forward_ = false;
 };
 

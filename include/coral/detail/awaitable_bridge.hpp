@@ -113,7 +113,7 @@ class awaitable_bridge : public segment_attachment {
 
   // Then, unless `a` ended, with `a.task` holding the task: true if the thread resumes the task
   // when `a` ends (the task's cancellation reaches the awaitable meanwhile), false if it ended.
-  bool suspend(bridged_await& a, task_context& context) {
+  bool suspend(bridged_await& a, task_segment& context) {
     // (Nothing cancels a segment that runs on a multi-threaded executor without a strand, and
     // only such a segment could be resumed, on another thread, before this returns.)
     const bool listen = context.op_slot().is_connected();
@@ -297,7 +297,7 @@ const char typed_awaitable_bridge<T>::kind_tag = 0;
 
 // The segment's thread for awaitable<T>s.
 template <class T>
-typed_awaitable_bridge<T>& awaitable_bridge_for(task_context& context) {
+typed_awaitable_bridge<T>& awaitable_bridge_for(task_segment& context) {
   using bridge = typed_awaitable_bridge<T>;
   if (auto* found = context.attachments().find(&bridge::kind_tag)) [[likely]]
     return static_cast<bridge&>(*found);
@@ -310,7 +310,7 @@ typed_awaitable_bridge<T>& awaitable_bridge_for(task_context& context) {
 template <class T>
 class asio_awaitable_awaiter final : public bridged_await {
  public:
-  asio_awaitable_awaiter(asio::awaitable<T> a, task_context& context) noexcept
+  asio_awaitable_awaiter(asio::awaitable<T> a, task_segment& context) noexcept
       : awaitable_(std::move(a)), context_(context) {}
 
   // The awaitable starts here, before the task suspends: most complete at once, and then the task
@@ -344,7 +344,7 @@ class asio_awaitable_awaiter final : public bridged_await {
   friend class typed_awaitable_bridge<T>;
 
   asio::awaitable<T> awaitable_;
-  task_context& context_;
+  task_segment& context_;
   awaitable_bridge* thread_ = nullptr;
   bool suspended_ = false;
   struct no_value {};

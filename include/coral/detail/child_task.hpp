@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-#include "coral/detail/job_state.hpp"
+#include "coral/detail/result_segment.hpp"
 #include "coral/detail/suspended_task.hpp"
 #include "coral/detail/wait_link.hpp"
 
@@ -23,10 +23,10 @@ namespace coral::detail {
 // runs on its executor as it is. And a join's member is resumed through the join's counts and
 // race decision, which a single child never needs.
 template <class T>
-class child_job_state final : public job_state<T> {
+class child_segment_state final : public result_segment<T> {
  public:
-  explicit child_job_state(placement&& where)
-      : job_state<T>(std::move(where), typename job_state<T>::child_segment_t()) {}
+  explicit child_segment_state(placement&& where)
+      : result_segment<T>(std::move(where), typename result_segment<T>::child_segment_t()) {}
 
   // The awaiting parent, kept alive until the child ends or the parent lets go.
   suspended_task parent;
@@ -75,9 +75,9 @@ class child_job_state final : public job_state<T> {
 // Forwards the parent's cancellation to a child segment (installed in the parent's slot while it
 // waits, so it runs on the parent's executor; the child's signal is emitted on the child's).
 struct forward_cancellation {
-  forward_cancellation(context_ref c, task_context* p) noexcept : child(std::move(c)), parent(p) {}
-  context_ref child;
-  task_context* parent;  // whose slot holds this handler: alive while it runs
+  forward_cancellation(segment_ref c, task_segment* p) noexcept : child(std::move(c)), parent(p) {}
+  segment_ref child;
+  task_segment* parent;  // whose slot holds this handler: alive while it runs
   void operator()(asio::cancellation_type type) const { child->cancel(type, parent->cause()); }
 };
 
@@ -118,12 +118,12 @@ class child_segment_awaiter : public external_wait {
         if (f) f.destroy();
       }
     } guard{frame};
-    task_context& parent_context = parent.promise().context();
+    task_segment& parent_context = parent.promise().segment();
     if (forward_cancel) parent_context.throw_if_cancelled();
     const bool here = executor == parent_context.executor();
     // Only a parent that can be cancelled forwards its cancellation (see place()).
     forward_cancel = forward_cancel && parent_context.op_slot().is_connected();
-    auto* state = new child_job_state<T>(place(executor, forward_cancel));
+    auto* state = new child_segment_state<T>(place(executor, forward_cancel));
     state->attach(std::exchange(guard.f, nullptr));
     state->local = &state->gate() == &parent_context.gate();
     if (!state->local) state->parent_gate = parent_context.shared_gate();
@@ -132,7 +132,7 @@ class child_segment_awaiter : public external_wait {
     state->parent.keep(parent);
     parent_context_ = &parent_context;
     forward_ = forward_cancel;
-    if (forward_) parent_context.slot().template emplace<forward_cancellation>(context_ref(state), &parent_context);
+    if (forward_) parent_context.slot().template emplace<forward_cancellation>(segment_ref(state), &parent_context);
     parent_context.set_external_wait(this);
     if (here) {
       state->start_here();
@@ -145,7 +145,7 @@ class child_segment_awaiter : public external_wait {
     parent_context_->set_external_wait(nullptr);
     if (forward_) parent_context_->slot().clear();
     state_->mark_observed();
-    return state_->result().release();
+    return state_->result().hand_over();
   }
 
   // The parent's context is shutting down: cancel the child, let go of the parent.
@@ -156,8 +156,8 @@ class child_segment_awaiter : public external_wait {
   }
 
  private:
-  child_job_state<T>* state_ = nullptr;
-  task_context* parent_context_ = nullptr;
+  child_segment_state<T>* state_ = nullptr;
+  task_segment* parent_context_ = nullptr;
   bool forward_ = false;
 };
 

@@ -47,7 +47,7 @@ class context_gate {
  public:
   // `scheduler`: the context's Asio scheduler, if it has one (io_context, thread_pool).
   context_gate(bool single_threaded, asio::detail::thread_context* scheduler) noexcept
-      : single_threaded_(single_threaded), scheduler_(scheduler) {}
+      : single_threaded_(single_threaded), asio_scheduler_(scheduler) {}
 
   // Lock-free; true if the caller may post to the context until leave().
   bool enter() noexcept {
@@ -93,9 +93,9 @@ class context_gate {
   // Whether the calling thread is running the context's scheduler (as its executors'
   // running_in_this_thread()). Safe after the context is gone: only the address is compared.
   bool runs_in_this_thread() const noexcept {
-    return scheduler_ &&
+    return asio_scheduler_ &&
            asio::detail::call_stack<asio::detail::thread_context, asio::detail::thread_info_base>::contains(
-               scheduler_) != nullptr;
+               asio_scheduler_) != nullptr;
   }
 
   // Members are linked while they are alive on the context; abandoned at shutdown.
@@ -171,7 +171,7 @@ class context_gate {
   }
 
   const bool single_threaded_;
-  asio::detail::thread_context* const scheduler_;
+  asio::detail::thread_context* const asio_scheduler_;
   std::atomic<bool> open_{true};
   std::atomic<unsigned> entered_{0};
   std::mutex members_mutex_;

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "coral/detail/asio.hpp"
-#include "coral/detail/task_context.hpp"
+#include "coral/detail/task_segment.hpp"
 
 namespace coral::detail {
 
@@ -30,13 +30,13 @@ inline cancel_cause deadline_cause(std::chrono::steady_clock::time_point deadlin
 class deadline_watch final : public segment_attachment {
  public:
   // On the segment's executor, while it runs: its watch (made on first use).
-  static deadline_watch& of(task_context& segment) {
+  static deadline_watch& of(task_segment& segment) {
     if (auto* found = segment.attachments().find(&kind_tag)) [[likely]]
       return static_cast<deadline_watch&>(*found);
     return attach_to(segment);
   }
   // Its watch if it has one still (not once it left its context).
-  static deadline_watch* find(task_context& segment) noexcept {
+  static deadline_watch* find(task_segment& segment) noexcept {
     return static_cast<deadline_watch*>(segment.attachments().find(&kind_tag));
   }
 
@@ -54,7 +54,7 @@ class deadline_watch final : public segment_attachment {
   class expiry;
 
   static const char kind_tag;
-  static deadline_watch& attach_to(task_context& segment);
+  static deadline_watch& attach_to(task_segment& segment);
 
   explicit deadline_watch(const asio::any_io_executor& executor);
   deadline_watch(const deadline_watch&) = delete;

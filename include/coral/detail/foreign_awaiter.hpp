@@ -88,7 +88,7 @@ class foreign_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> task) {
-    context_ = &task.promise().context();
+    context_ = &task.promise().segment();
     context_->throw_if_cancelled();
     if (awaiter().await_ready()) return false;
     suspended_task suspended;
@@ -140,7 +140,7 @@ class foreign_awaiter {
 
   awaitable_type awaitable_;
   std::conditional_t<is_own_awaiter, none, std::optional<std::remove_cvref_t<made_awaiter>>> made_;
-  task_context* context_ = nullptr;
+  task_segment* context_ = nullptr;
 };
 
 }  // namespace coral::detail

@@ -33,7 +33,7 @@ class future_awaiter {
     suspended_task task;
     task.suspend(coroutine);
     if (ready()) return false;
-    timer_.emplace(inner_executor_of(task.context().executor()));
+    timer_.emplace(inner_executor_of(task.segment().executor()));
     arm(poll_handler{this, std::move(task)});
     return true;
   }
@@ -47,13 +47,13 @@ class future_awaiter {
   struct poll_handler {
     using executor_type = asio::any_io_executor;
     using cancellation_slot_type = asio::cancellation_slot;
-    executor_type get_executor() const noexcept { return task.context().executor(); }
-    cancellation_slot_type get_cancellation_slot() const noexcept { return task.context().op_slot(); }
+    executor_type get_executor() const noexcept { return task.segment().executor(); }
+    cancellation_slot_type get_cancellation_slot() const noexcept { return task.segment().op_slot(); }
 
     // Cancellation is checked at every poll too: a cancel that lands between the timer's expiry
     // and this handler found no wait to abort.
     void operator()(boost::system::error_code error) {
-      task_context& context = task.context();
+      task_segment& context = task.segment();
       if (!error && context.cancelled()) error = asio::error::operation_aborted;
       if (!error && !self->ready()) {
         self->arm(std::move(*this));

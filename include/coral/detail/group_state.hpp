@@ -9,15 +9,15 @@
 #include <utility>
 #include <vector>
 
-#include "coral/detail/job_state.hpp"
 #include "coral/detail/ref_counted.hpp"
+#include "coral/detail/result_segment.hpp"
 #include "coral/detail/suspended_task.hpp"
 
 namespace coral::detail {
 
 // The links of a task group's child in its group's list (guarded by the group's mutex).
 struct group_link {
-  task_context* context = nullptr;
+  task_segment* context = nullptr;
   group_link* prev = nullptr;
   group_link* next = nullptr;
 };
@@ -67,7 +67,7 @@ class group_state : public ref_counted<group_state> {
         cancelled_ = true;
       }
       if (--running_ == 0 && joiner_waiting_) {
-        pass.emplace(joiner_.context().gate());
+        pass.emplace(joiner_.segment().gate());
         if (*pass) {
           joiner_waiting_ = false;
           joiner = std::move(joiner_);
@@ -135,7 +135,7 @@ class group_state : public ref_counted<group_state> {
   void destroy_self() noexcept { delete this; }
 
   void cancel_children() noexcept {
-    std::vector<context_ref> running;
+    std::vector<segment_ref> running;
     {
       std::lock_guard lock(mutex_);
       for (auto* l = children_; l; l = l->next) running.emplace_back(l->context);

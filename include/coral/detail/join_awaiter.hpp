@@ -16,8 +16,8 @@ namespace coral::detail {
 // so it runs on the parent's executor; each child's signal is emitted on the child's executor).
 struct forward_join_cancellation {
   counted_ref<join_state> join;
-  task_context* parent;  // whose slot holds this handler: alive while it runs
-  forward_join_cancellation(join_state* j, task_context* p) noexcept : join(j), parent(p) {}
+  task_segment* parent;  // whose slot holds this handler: alive while it runs
+  forward_join_cancellation(join_state* j, task_segment* p) noexcept : join(j), parent(p) {}
   void operator()(asio::cancellation_type type) const {
     // On an executor that runs posted work on the spot (inline_executor), a cancelled child may end
     // and resume the parent, which clears its slot and destroys this handler, before
@@ -52,7 +52,7 @@ class join_awaiter_base : public external_wait {
   void open(std::coroutine_handle<Promise> parent, join_kind kind, std::size_t children) {
     join_ = new join_state(kind, children);
     join_->parent.suspend(parent);
-    parent_context_ = &parent.promise().context();
+    parent_context_ = &parent.promise().segment();
   }
 
   // A member running `frame` on `*bound` if given, else on the parent's executor.
@@ -123,7 +123,7 @@ class join_awaiter_base : public external_wait {
   // the parent goes on: never afterwards on the child's thread. (A join given up because the
   // parent's context shuts down leaves it to the children, which may still be running.)
   template <class T>
-  void let_go_of(job_state<T>* member) noexcept {
+  void let_go_of(result_segment<T>* member) noexcept {
     if (!member) return;
     if (join_ && join_->over()) member->drop_result();
     member->release();
@@ -138,7 +138,7 @@ class join_awaiter_base : public external_wait {
   }
 
   join_state* join_ = nullptr;
-  task_context* parent_context_ = nullptr;
+  task_segment* parent_context_ = nullptr;
   bool forward_ = false;
 };
 

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "coral/detail/job_state.hpp"
 #include "coral/detail/race.hpp"
 #include "coral/detail/ref_counted.hpp"
+#include "coral/detail/result_segment.hpp"
 #include "coral/detail/suspended_task.hpp"
 #include "coral/detail/wait_link.hpp"
 
@@ -37,7 +37,7 @@ class join_state : public ref_counted<join_state> {
   // Before any child starts: registers a child (holding an object reference to it). `hosted`: it
   // runs on the parent's executor, which runs one thing at a time, hosted by the parent's segment.
   // `local`: it runs on the parent's execution context (hosted or not).
-  void add_child(task_context& child, bool hosted, bool local, task_context& parent_context) {
+  void add_child(task_segment& child, bool hosted, bool local, task_segment& parent_context) {
     children_.push_back({&child, hosted, local});
     if (!local && !parent_gate_) parent_gate_ = parent_context.shared_gate();
     child.add_ref();
@@ -170,7 +170,7 @@ class join_state : public ref_counted<join_state> {
   wait_link link_;
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
-    task_context* context;
+    task_segment* context;
     bool hosted;
     bool local;
   };
@@ -183,10 +183,12 @@ class join_state : public ref_counted<join_state> {
 // A child of a join: a segment whose end is reported to the join. Its result stays here until
 // the parent takes it.
 template <class T>
-class join_member final : public job_state<T> {
+class join_member final : public result_segment<T> {
  public:
   join_member(placement&& where, join_state& join, std::size_t index)
-      : job_state<T>(std::move(where), typename job_state<T>::child_segment_t()), join_(&join), index_(index) {
+      : result_segment<T>(std::move(where), typename result_segment<T>::child_segment_t()),
+        join_(&join),
+        index_(index) {
     join_->add_ref();
   }
 

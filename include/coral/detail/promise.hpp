@@ -10,8 +10,8 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/frame_allocator.hpp"
-#include "coral/detail/task_context.hpp"
 #include "coral/detail/task_result.hpp"
+#include "coral/detail/task_segment.hpp"
 
 namespace coral {
 
@@ -103,7 +103,7 @@ struct ready_value<void> {
 // What `co_await asio::this_coro::cancellation_state` gives in a task: whether it is cancelled.
 class task_cancellation_state {
  public:
-  explicit task_cancellation_state(const task_context* context) noexcept : context_(context) {}
+  explicit task_cancellation_state(const task_segment* context) noexcept : context_(context) {}
   // asio::cancellation_type::terminal once the task is cancelled (coral does not tell the types
   // apart after the fact), else none.
   asio::cancellation_type cancelled() const noexcept {
@@ -111,7 +111,7 @@ class task_cancellation_state {
   }
 
  private:
-  const task_context* context_;
+  const task_segment* context_;
 };
 
 class promise_base {
@@ -152,16 +152,16 @@ class promise_base {
   template <class A>
   decltype(auto) await_transform(A&& awaitable);
 
-  task_context& context() const noexcept { return *context_; }
+  task_segment& segment() const noexcept { return *context_; }
   // Who resumes when this coroutine hands control back (set by run_inline).
   std::coroutine_handle<> continuation() const noexcept { return continuation_; }
 
   // Wiring, set by whoever starts the coroutine.
-  void run_inline(task_context& context, std::coroutine_handle<> continuation) noexcept {
+  void run_inline(task_segment& context, std::coroutine_handle<> continuation) noexcept {
     context_ = &context;
     continuation_ = continuation;
   }
-  void run_as_root(task_context& root) noexcept {
+  void run_as_root(task_segment& root) noexcept {
     context_ = &root;
     root_ = &root;
   }
@@ -198,10 +198,10 @@ class promise_base {
     asio::any_io_executor await_resume() const { return executor; }
   };
 
-  task_context* context_ = nullptr;
+  task_segment* context_ = nullptr;
   std::coroutine_handle<> continuation_;
   // Set on the outermost coroutine of a segment (a spawned task, a child on another executor).
-  task_context* root_ = nullptr;
+  task_segment* root_ = nullptr;
 };
 
 // `co_return no_result;` ends a task<T> with no result at all: a race branch that lost ends so,

@@ -34,26 +34,38 @@ class ref_counted {
   std::atomic<std::uint32_t> refs_{1};
 };
 
-// Calls `Release` on the object it is given (the deleter of a counted_ref).
-template <auto Release>
-struct release_reference {
+// How a counted_ref counts: with the object's own reference count.
+struct object_references {
   template <class T>
-  void operator()(T* object) const noexcept {
-    (object->*Release)();
+  static void add(T& object) noexcept {
+    object.add_ref();
+  }
+  template <class T>
+  static void release(T& object) noexcept {
+    object.release();
   }
 };
 
-// One reference to `T`, counted with `Add` / `Release` (T's add_ref / release unless named), let go
-// of when the handle goes. Move-only, as std::unique_ptr, whose interface it has.
-template <class T, auto Add = &T::add_ref, auto Release = &T::release>
-class counted_ref : public std::unique_ptr<T, release_reference<Release>> {
-  using base = std::unique_ptr<T, release_reference<Release>>;
+// Lets go of the reference a counted_ref holds (its deleter).
+template <class Count>
+struct release_reference {
+  template <class T>
+  void operator()(T* object) const noexcept {
+    Count::release(*object);
+  }
+};
+
+// One reference to `T`, counted by `Count` (T's own count unless named), let go of when the handle
+// goes. Move-only, as std::unique_ptr, whose interface it has.
+template <class T, class Count = object_references>
+class counted_ref : public std::unique_ptr<T, release_reference<Count>> {
+  using base = std::unique_ptr<T, release_reference<Count>>;
 
  public:
   counted_ref() noexcept = default;
   // Takes a new reference to `object` (if any).
   explicit counted_ref(T* object) noexcept : base(object) {
-    if (object) (object->*Add)();
+    if (object) Count::add(*object);
   }
 };
 

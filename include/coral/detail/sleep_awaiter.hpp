@@ -84,7 +84,7 @@ class sleep_awaiter {
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
     task.suspend(coroutine);
-    timer_.emplace(task.context().executor(), deadline_).async_wait(handler(results_, std::move(task)));
+    timer_.emplace(task.segment().executor(), deadline_).async_wait(handler(results_, std::move(task)));
   }
 
   void await_resume() const {

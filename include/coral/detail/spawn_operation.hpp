@@ -15,9 +15,9 @@
 #include "coral/detail/asio.hpp"
 #include "coral/detail/context_gate.hpp"
 #include "coral/detail/executors.hpp"
-#include "coral/detail/job_state.hpp"
 #include "coral/detail/promise.hpp"
 #include "coral/detail/ref_counted.hpp"
+#include "coral/detail/result_segment.hpp"
 #include "coral/detail/task_awaiter.hpp"
 
 namespace coral::detail {
@@ -58,7 +58,7 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
   using T = typename task_type::value_type;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
-    auto* state = new job_state<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable));
+    auto* state = new result_segment<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable));
     state->attach(task_type(std::move(source)).release());
     state->add_ref();
     return state;
@@ -75,7 +75,7 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
       throw;
     }
     state->add_ref();
-    return static_cast<job_state<T>*>(state);
+    return static_cast<result_segment<T>*>(state);
   }
 }
 
@@ -84,13 +84,13 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
 template <class T>
 class spawn_cancellation {
  public:
-  explicit spawn_cancellation(job_state<T>* state) noexcept : state_(state) {}
+  explicit spawn_cancellation(result_segment<T>* state) noexcept : state_(state) {}
   void operator()(asio::cancellation_type) const {
     if (!state_->done()) state_->cancel();
   }
 
  private:
-  counted_ref<job_state<T>> state_;
+  counted_ref<result_segment<T>> state_;
 };
 
 // Dispatches `f` to `executor` with the memory of `allocator`. A handler without an allocator of
@@ -179,7 +179,7 @@ struct initiate_spawn {
     if (!gate->link(*pending)) pending->abandon();
     state->when_done(
         [pending = pending_reference<pending_type>(pending, std::move(gate)), slot,
-         allocator](job_state<T>& s) mutable {
+         allocator](result_segment<T>& s) mutable {
           // The handler observes the outcome, even asio::detached, which asks for it to be
           // dropped (silent, as co_spawn's).
           s.mark_observed();

@@ -6,13 +6,15 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/task_context.hpp"
+#include "coral/detail/task_segment.hpp"
 
 namespace coral::detail {
 
 // How deep wakers may resume tasks of their own executor on their stack before posting instead
-// (a chain of tasks each waking the next).
-inline constexpr unsigned max_inline_resumes = 16;
+// (a chain of tasks each waking the next). One of two budgets, for two dangers: this one bounds
+// the stack; inline_resumes_per_turn (task_segment.hpp) bounds how long one turn of the executor
+// keeps its thread (two tasks trading values, each resuming the other at depth 1, forever).
+inline constexpr unsigned max_inline_resume_depth = 16;
 inline constinit thread_local unsigned inline_resume_depth = 0;
 
 // A task suspended at one of coral's suspension points, and the one way to resume it. Every
@@ -29,19 +31,19 @@ class suspended_task {
 
   template <class Promise>
   void suspend(std::coroutine_handle<Promise> coroutine) {
-    coroutine.promise().context().throw_if_cancelled();
+    coroutine.promise().segment().throw_if_cancelled();
     keep(coroutine);
   }
   // As suspend(), without the cancellation check (a wait the task's cancellation does not reach).
   template <class Promise>
   void keep(std::coroutine_handle<Promise> coroutine) {
-    task_context& context = coroutine.promise().context();
+    task_segment& context = coroutine.promise().segment();
     context_ = &context;
     coroutine_ = coroutine;
     keep_ = keep_alive(&context);
   }
 
-  task_context& context() const noexcept { return *context_; }
+  task_segment& segment() const noexcept { return *context_; }
 
   void resume_here() {
     auto keep = std::move(keep_);
@@ -53,7 +55,7 @@ class suspended_task {
 
   // Nothing touches this object once the task is posted (it may be gone).
   void resume_later() {
-    task_context* context = context_;
+    task_segment* context = context_;
     context->gate().post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
   }
   // As resume_later(), for a caller holding a pass on the task's gate (see
@@ -61,14 +63,14 @@ class suspended_task {
   // shutdown has begun meanwhile (then the resumption is destroyed with the context's queue, on
   // the thread destroying it), so the post does not ask the gate again.
   void resume_later_within_pass() {
-    task_context* context = context_;
+    task_segment* context = context_;
     asio::post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
   }
 
   // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
   // same execution context can be running on the task's executor; comparing gates first means
   // the executor of a context that may be shutting down is never read.
-  void resume_from(task_context* waker, bool within_pass = false) {
+  void resume_from(task_segment* waker, bool within_pass = false) {
     if (waker && &waker->gate() == &context_->gate() && waker->executor() == context_->executor()) {
       resume_nested();
     } else if (within_pass) {
@@ -82,7 +84,7 @@ class suspended_task {
   // stack, unless wakers are nested too deeply here or this turn of the executor has resumed
   // enough tasks (then it is posted, so that one turn cannot starve the others).
   void resume_nested() {
-    if (inline_resume_depth < max_inline_resumes && inline_resumes_left > 0) {
+    if (inline_resume_depth < max_inline_resume_depth && inline_resumes_left > 0) {
       --inline_resumes_left;
       ++inline_resume_depth;
       struct depth_guard {
@@ -99,7 +101,7 @@ class suspended_task {
   void let_go() noexcept { keep_.reset(); }
 
  private:
-  task_context* context_ = nullptr;
+  task_segment* context_ = nullptr;
   std::coroutine_handle<> coroutine_;
   keep_alive keep_;
 };
@@ -117,8 +119,8 @@ class resuming_handler {
 
   resuming_handler(results_type& results, suspended_task task) : results_(&results), task_(std::move(task)) {}
 
-  executor_type get_executor() const noexcept { return task_.context().executor(); }
-  cancellation_slot_type get_cancellation_slot() const noexcept { return task_.context().op_slot(); }
+  executor_type get_executor() const noexcept { return task_.segment().executor(); }
+  cancellation_slot_type get_cancellation_slot() const noexcept { return task_.segment().op_slot(); }
 
   // The task that started the operation is waiting for it: its completion continues that task, as
   // Asio's spawn marks its handlers. An operation that completes at once is then queued on this
@@ -129,7 +131,7 @@ class resuming_handler {
   void operator()(A&&... args) {
     // The operation is over: its cancellation handler must not outlive it (it may point into an
     // object the coroutine is about to destroy).
-    task_.context().slot().clear();
+    task_.segment().slot().clear();
     results_->emplace(std::forward<A>(args)...);
     inline_resumes_left = inline_resumes_per_turn;  // the executor's turn
     task_.resume_here();

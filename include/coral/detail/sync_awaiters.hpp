@@ -30,15 +30,15 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    return this->suspend_on(coroutine, [this](permit_state& s, task_context*) {
+    return this->suspend_on(coroutine, [this](permit_state& s, task_segment*) {
       attempted_ = true;
       return s.acquire(*this);
     });
   }
 
   // A select's first pass: takes a permit if one is free (never before a waiting task).
-  bool poll(task_context& waker) {
-    return this->poll_with(waker, [this](permit_state& s, task_context*) { return attempted_ = s.try_acquire(); });
+  bool poll(task_segment& waker) {
+    return this->poll_with(waker, [this](permit_state& s, task_segment*) { return attempted_ = s.try_acquire(); });
   }
 
   void await_resume() {
@@ -80,12 +80,12 @@ class event_awaiter : public task_waiter<event_state, queued_waiter> {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    return this->suspend_on(coroutine, [this](event_state& s, task_context*) { return s.wait(*this); });
+    return this->suspend_on(coroutine, [this](event_state& s, task_segment*) { return s.wait(*this); });
   }
 
   // A select's first pass: done if the event is set.
-  bool poll(task_context& waker) {
-    return this->poll_with(waker, [](event_state& s, task_context*) { return s.is_set(); });
+  bool poll(task_segment& waker) {
+    return this->poll_with(waker, [](event_state& s, task_segment*) { return s.is_set(); });
   }
 
   void await_resume() {

@@ -36,7 +36,7 @@ class sync_state {
     queued_waiter* waiters;
     {
       std::lock_guard lock(mutex_);
-      waiters = waiters_.take_all(static_cast<task_context*>(nullptr));
+      waiters = waiters_.take_all(static_cast<task_segment*>(nullptr));
     }
     wake_all(waiters, asio::error::operation_aborted, nullptr);
   }
@@ -47,13 +47,13 @@ class sync_state {
   // Under the lock: unlinks up to `n` waiters from the front that `waker` may wake and whose race,
   // if any, this wake-up wins (left in `n`: how many more were asked for than there were). Those
   // whose race another branch won are unlinked onto `losers`. Both lists are linked through `next`.
-  queued_waiter* take_winners(std::size_t& n, task_context* waker, queued_waiter*& losers) noexcept {
+  queued_waiter* take_winners(std::size_t& n, task_segment* waker, queued_waiter*& losers) noexcept {
     // (A waiter whose context is shutting down stays for the shutdown to take out.)
     return waiters_.take_front(n, waker, losers, [](queued_waiter& w) noexcept { return w.ticket.claim(); });
   }
 
   // Completes what take_winners took out, with no lock held.
-  static void wake_taken(queued_waiter* winners, queued_waiter* losers, task_context* waker) noexcept {
+  static void wake_taken(queued_waiter* winners, queued_waiter* losers, task_segment* waker) noexcept {
     wake_all(losers, asio::error::operation_aborted, nullptr);
     wake_all(winners, {}, waker);
   }
@@ -94,7 +94,7 @@ class permit_state : public sync_state {
   // Hands `n` permits to the first `n` waiters that may take them (each is unlinked, so its
   // cancellation can no longer win), the rest to the count; then wakes those waiters, in order,
   // with no lock held.
-  void release(std::size_t n, task_context* waker) {
+  void release(std::size_t n, task_segment* waker) {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);

@@ -40,7 +40,7 @@ class task_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    task_context& context = parent.promise().context();
+    task_segment& context = parent.promise().segment();
     context.throw_if_cancelled();
     child_.promise().run_inline(context, parent);
     child_.promise().set_result_storage(result_);
@@ -73,7 +73,7 @@ class task_on_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    const auto& parent_executor = parent.promise().context().executor();
+    const auto& parent_executor = parent.promise().segment().executor();
     if (!shielded_ && (!executor_ || executor_ == parent_executor)) return inline_.await_suspend(parent);
     on_segment_ = true;
     segment_.start(inline_.release_child(), parent, executor_ ? executor_ : parent_executor, !shielded_);

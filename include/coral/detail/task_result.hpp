@@ -58,7 +58,7 @@ class task_result {
   // As take(), but an exception is moved out rather than shared: the caller becomes its only owner
   // (exception objects are reference-counted inside libstdc++, out of ThreadSanitizer's sight, so
   // an exception shared by two threads' objects is reported when one of them frees it).
-  T release() {
+  T hand_over() {
     if (auto* e = std::get_if<2>(&state_)) std::rethrow_exception(std::exchange(*e, nullptr));
     return take();
   }

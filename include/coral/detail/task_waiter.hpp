@@ -21,7 +21,7 @@ struct queued_waiter : waiter_node {
 
   // `waker` is the segment of the coral task completing the operation, if any: a waiter on the
   // same executor may then be resumed on the spot.
-  virtual void wake(task_context* waker) noexcept = 0;
+  virtual void wake(task_segment* waker) noexcept = 0;
 
   // Under the owner's lock, before a waker unlinks this waiter to wake it. A coral task's waiter
   // whose waker is not on its context takes a pass on its context's gate, left once wake() has
@@ -29,7 +29,7 @@ struct queued_waiter : waiter_node {
   // never let go of on the waker's thread after the context's services are gone. False if the
   // context is shutting down: the waiter stays queued, and the shutdown abandons it on the thread
   // destroying the context.
-  bool claim_for_wake(task_context* waker) noexcept {
+  bool claim_for_wake(task_segment* waker) noexcept {
     if (!gate || (waker && &waker->gate() == gate)) return true;
     if (!gate->enter()) return false;
     pass = gate;
@@ -57,7 +57,7 @@ struct queued_waiter : waiter_node {
 // with `error`, in order. No lock may be held: wake() may resume a coroutine.
 // (Taken out with take_front / take_all, which claim them.)
 template <class Waiter>
-void wake_all(Waiter* list, boost::system::error_code error, task_context* waker) noexcept {
+void wake_all(Waiter* list, boost::system::error_code error, task_segment* waker) noexcept {
   while (list) {
     Waiter* w = std::exchange(list, static_cast<Waiter*>(list->next));
     w->next = w->prev = nullptr;
@@ -102,7 +102,7 @@ class task_waiter : public Waiter, public external_wait {
   // Makes the operation a branch of a race: it happens only if it wins (see queued_waiter::ticket).
   void enter_race(race_ticket t) noexcept { this->ticket = t; }
 
-  void wake(task_context* waker) noexcept override {
+  void wake(task_segment* waker) noexcept override {
     context_gate* claimed = std::exchange(this->pass, nullptr);  // (this object may go with the task)
     task_.resume_from(waker, claimed != nullptr);
     if (claimed) claimed->leave();
@@ -120,7 +120,7 @@ class task_waiter : public Waiter, public external_wait {
   template <class Promise, class Operation>
   bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
     task_.suspend(coroutine);
-    task_context& context = task_.context();
+    task_segment& context = task_.segment();
     this->gate = &context.gate();
     if (auto slot = context.op_slot(); slot.is_connected()) {
       slot.template emplace<wait_cancellation<State, Waiter>>(state_, this);
@@ -144,7 +144,7 @@ class task_waiter : public Waiter, public external_wait {
   // without waiting (nothing is queued). True if it happened or failed at once; await_resume
   // then says which, without the task having suspended.
   template <class Operation>
-  bool poll_with(task_context& waker, Operation operation) {
+  bool poll_with(task_segment& waker, Operation operation) {
     polled_ = operation(*state_, &waker);
     return polled_;
   }
@@ -164,7 +164,7 @@ class task_waiter : public Waiter, public external_wait {
 
   // On the task's executor, once the operation is complete.
   void finish_waiting() noexcept {
-    task_context& context = task_.context();
+    task_segment& context = task_.segment();
     context.set_external_wait(nullptr);
     context.slot().clear();
     task_.let_go();

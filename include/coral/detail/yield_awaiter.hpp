@@ -8,14 +8,14 @@ namespace coral::detail {
 
 struct yield_awaiter {
   using coral_awaitable = void;
-  task_context* context = nullptr;
+  task_segment* context = nullptr;
 
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
     task.suspend(coroutine);
-    context = &task.context();
+    context = &task.segment();
     task.resume_soon();
   }
   void await_resume() const { context->throw_if_cancelled(); }

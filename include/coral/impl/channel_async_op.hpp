@@ -71,7 +71,7 @@ class channel_async_op final : public Waiter, public gate_member {
   // Completed by a counterpart, close() or cancellation (never inside the initiating function),
   // through the gate of the handler's context: if that context is shutting down, the operation
   // is destroyed with it instead.
-  void wake(task_context*) noexcept override {
+  void wake(task_segment*) noexcept override {
     context_gate& gate = *gate_;
     if (!gate.enter()) return let_go();
     auto executor = *work_;

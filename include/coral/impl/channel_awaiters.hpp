@@ -59,10 +59,10 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    return this->suspend_on(coroutine, [this](channel_state<T>& s, task_context* ctx) { return s.send(*this, ctx); });
+    return this->suspend_on(coroutine, [this](channel_state<T>& s, task_segment* ctx) { return s.send(*this, ctx); });
   }
-  bool poll(task_context& waker) {
-    return this->poll_with(waker, [this](channel_state<T>& s, task_context* ctx) { return s.send(*this, ctx, false); });
+  bool poll(task_segment& waker) {
+    return this->poll_with(waker, [this](channel_state<T>& s, task_segment* ctx) { return s.send(*this, ctx, false); });
   }
 
   void await_resume() {
@@ -91,11 +91,11 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
     return this->suspend_on(coroutine,
-                            [this](channel_state<T>& s, task_context* ctx) { return s.receive(*this, ctx); });
+                            [this](channel_state<T>& s, task_segment* ctx) { return s.receive(*this, ctx); });
   }
-  bool poll(task_context& waker) {
+  bool poll(task_segment& waker) {
     return this->poll_with(waker,
-                           [this](channel_state<T>& s, task_context* ctx) { return s.receive(*this, ctx, false); });
+                           [this](channel_state<T>& s, task_segment* ctx) { return s.receive(*this, ctx, false); });
   }
 
  protected:

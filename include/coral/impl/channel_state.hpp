@@ -103,13 +103,13 @@ class channel_state {
   // Returns true if the send completed at once (w.error says how); false if `w` now waits, or,
   // with `may_wait` false, if it would have to (`w` is not queued then). Throws what T's move
   // throws. A closed channel takes no value, even with room in its buffer.
-  bool send(send_waiter<T>& w, task_context* waker, bool may_wait = true) {
+  bool send(send_waiter<T>& w, task_segment* waker, bool may_wait = true) {
     return complete_or_wait(w, waker, may_wait,
                             [&](handoff& h) { return closed_ ? outcome::none : put(*w.value, w.ticket, h); });
   }
 
   // Sends only if that needs no waiting. Consumes `value` only on success.
-  bool try_send(T& value, task_context* waker) {
+  bool try_send(T& value, task_segment* waker) {
     handoff h(waker);
     bool sent = false;
     {
@@ -123,11 +123,11 @@ class channel_state {
   // Returns true if the receive completed at once (an item in *w.destination, or w.error); false
   // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's move throws.
   // Values buffered before a close are still received.
-  bool receive(receive_waiter<T>& w, task_context* waker, bool may_wait = true) {
+  bool receive(receive_waiter<T>& w, task_segment* waker, bool may_wait = true) {
     return complete_or_wait(w, waker, may_wait, [&](handoff& h) { return take(*w.destination, w.ticket, h); });
   }
 
-  std::optional<T> try_receive(task_context* waker) {
+  std::optional<T> try_receive(task_segment* waker) {
     std::optional<channel_item<T>> item;
     handoff h(waker);
     {
@@ -173,8 +173,8 @@ class channel_state {
       std::lock_guard lock(mutex_);
       if (!closed_) cause_ = std::move(cause);
       closed_ = true;
-      senders = senders_.take_all(static_cast<task_context*>(nullptr));
-      receivers = receivers_.take_all(static_cast<task_context*>(nullptr));
+      senders = senders_.take_all(static_cast<task_segment*>(nullptr));
+      receivers = receivers_.take_all(static_cast<task_segment*>(nullptr));
       for (auto* r = receivers; r; r = static_cast<channel_waiter*>(r->next)) r->exception = cause_;
     }
     wake_all(senders, errc::channel_closed, nullptr);
@@ -196,8 +196,8 @@ class channel_state {
   // released: the counterpart to wake (it was handed a value, or its value was taken), the
   // waiters that lost their race, and the exception a move threw.
   struct handoff {
-    explicit handoff(task_context* w) noexcept : waker(w) {}
-    task_context* waker;  // the operation's task, if any (see claim_for_wake)
+    explicit handoff(task_segment* w) noexcept : waker(w) {}
+    task_segment* waker;  // the operation's task, if any (see claim_for_wake)
     channel_waiter* counterpart = nullptr;
     channel_waiter* losers = nullptr;  // linked through `next`
     std::exception_ptr failure;
@@ -206,7 +206,7 @@ class channel_state {
       w.next = losers;
       losers = &w;
     }
-    void complete(task_context* waker) {
+    void complete(task_segment* waker) {
       wake_all(losers, asio::error::operation_aborted, nullptr);
       if (counterpart) counterpart->wake(waker);
       if (failure) std::rethrow_exception(failure);
@@ -222,7 +222,7 @@ class channel_state {
   // with the close's cause, as close() fails the waiting ones). Counterparts and losers are woken
   // after the lock. Returns true if `w` completed.
   template <class Waiter, class Attempt>
-  bool complete_or_wait(Waiter& w, task_context* waker, bool may_wait, Attempt attempt) {
+  bool complete_or_wait(Waiter& w, task_segment* waker, bool may_wait, Attempt attempt) {
     constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
     handoff h(waker);
     bool waits = false;

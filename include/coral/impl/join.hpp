@@ -25,10 +25,10 @@ using join_value_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 template <class T>
 join_value_t<T> take_join_value(task_result<T>& result) {
   if constexpr (std::is_void_v<T>) {
-    result.release();
+    result.hand_over();
     return {};
   } else {
-    return result.release();
+    return result.hand_over();
   }
 }
 
@@ -63,14 +63,14 @@ concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::
 // `co_await current_segment{}`: the segment of the awaiting task, without suspending.
 struct current_segment {
   using coral_awaitable = void;
-  task_context* context = nullptr;
+  task_segment* context = nullptr;
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) noexcept {
-    context = &coroutine.promise().context();
+    context = &coroutine.promise().segment();
     return false;
   }
-  task_context& await_resume() const noexcept { return *context; }
+  task_segment& await_resume() const noexcept { return *context; }
 };
 
 template <class R, class A>
@@ -113,7 +113,7 @@ auto race_awaitable(A&& argument) {
 template <class R, class A>
 task<R> await_in_race(A argument) {
   // (This task is only ever a join's member: the segment running it is the branch.)
-  task_context& segment = co_await current_segment{};
+  task_segment& segment = co_await current_segment{};
   assert(dynamic_cast<join_member<R>*>(&segment));
   const race_ticket ticket = static_cast<join_member<R>&>(segment).ticket();
   auto awaitable = race_awaitable(std::move(argument));
@@ -188,7 +188,7 @@ class tuple_join_awaiter : protected join_awaiter_base {
   // Rethrows child `i`'s exception, if it has one.
   template <std::size_t... I>
   void rethrow_if_failed(std::size_t i, std::index_sequence<I...>) {
-    ((I == i && result<I>().has_exception() ? (void)result<I>().release() : void()), ...);
+    ((I == i && result<I>().has_exception() ? (void)result<I>().hand_over() : void()), ...);
   }
 
  private:

@@ -40,7 +40,7 @@ class when_all_vector_awaiter final : public vector_join_awaiter<join_kind::firs
   using base::base;
 
   std::vector<join_value_t<typename Task::value_type>> await_resume() {
-    if (auto failed = this->decisive(); failed >= 0) this->result(static_cast<std::size_t>(failed)).release();
+    if (auto failed = this->decisive(); failed >= 0) this->result(static_cast<std::size_t>(failed)).hand_over();
     std::vector<join_value_t<typename Task::value_type>> values;
     values.reserve(this->size());
     for (std::size_t i = 0; i < this->size(); ++i) values.push_back(take_join_value(this->result(i)));

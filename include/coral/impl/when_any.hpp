@@ -83,7 +83,7 @@ inline std::size_t select_random_below(std::size_t n) noexcept {
 // An operation a select can attempt before anything waits: a channel operation, a lock, a permit
 // or an event wait.
 template <class A>
-concept pollable = requires(A& a, task_context& waker) {
+concept pollable = requires(A& a, task_segment& waker) {
   { a.poll(waker) } -> std::same_as<bool>;
 };
 
@@ -113,7 +113,7 @@ class select_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    task_context& context = parent.promise().context();
+    task_segment& context = parent.promise().segment();
     context.throw_if_cancelled();
     if (poll(context, std::index_sequence_for<A...>{})) return false;
     start_join(std::index_sequence_for<A...>{});
@@ -147,7 +147,7 @@ class select_awaiter {
   }();
 
   template <std::size_t... I>
-  bool poll(task_context& context, std::index_sequence<I...>) {
+  bool poll(task_segment& context, std::index_sequence<I...>) {
     auto order = pollable_positions;  // shuffled (Fisher-Yates)
     for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[select_random_below(k)]);
     for (const std::size_t i : order) {
@@ -160,7 +160,7 @@ class select_awaiter {
   }
 
   template <std::size_t I>
-  bool poll_one(task_context& context) {
+  bool poll_one(task_segment& context) {
     if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
       return std::get<I>(arguments_).poll(context);
     } else {

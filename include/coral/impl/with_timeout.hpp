@@ -62,7 +62,7 @@ class timed_awaiter : protected join_awaiter_base {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    segment_ = &parent.promise().context();
+    segment_ = &parent.promise().segment();
     deadline_watch& watch = deadline_watch::of(*segment_);
     open(parent, join_kind::first_end, 1);
     member_ = make_member(operation_.release(), bound_executor<Task>(), 0);
@@ -89,7 +89,7 @@ class timed_awaiter : protected join_awaiter_base {
 
   Task operation_;
   std::chrono::steady_clock::time_point deadline_;
-  task_context* segment_ = nullptr;
+  task_segment* segment_ = nullptr;
   deadline_watch* watch_ = nullptr;  // while the awaiter waits
   join_member<value_type>* member_ = nullptr;
 };
@@ -112,7 +112,7 @@ task<T> run_timed(Task operation, Limit limit) {
   // before the cancellation reached it (a value a channel handed over just after the deadline).
   // Then its result is returned: never dropped.
   if (expired && late_result && timed.result().has_value()) expired = false;
-  task_context& self = co_await current_segment{};
+  task_segment& self = co_await current_segment{};
   const bool timed_out_inside =
       timed.result().has_exception() && has_error_code(timed.result().exception(), errc::timeout);
   // The operation ended on a deadline (one inside it, or a cancellation of the task by one around
@@ -125,15 +125,15 @@ task<T> run_timed(Task operation, Limit limit) {
   if (expired) {
     // A cancellation of the task that is not a deadline's is what it hears.
     const bool cancelled = self.cancelled();
-    if (cancelled && self.cause() == not_a_deadline) task_context::throw_cancelled();
+    if (cancelled && self.cause() == not_a_deadline) task_segment::throw_cancelled();
     // Otherwise the nearest of the deadlines that passed is reported, whatever the executor's
     // load made them fire in: one inside the operation (its timeout_error goes on), this one, or
     // one around this one (the cancellation goes on, and that timeout reports itself).
     const cancel_cause mine = deadline_cause(deadline);
     const cancel_cause inside = timed_out_inside ? inner_timeout_cause(timed.result().exception()) : mine;
     const cancel_cause around = cancelled ? self.cause() : mine;
-    if (inside < mine && inside <= around) timed.result().release();
-    if (around < mine) task_context::throw_cancelled();
+    if (inside < mine && inside <= around) timed.result().hand_over();
+    if (around < mine) task_segment::throw_cancelled();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit, deadline);
     } else {
@@ -141,9 +141,9 @@ task<T> run_timed(Task operation, Limit limit) {
     }
   }
   if constexpr (std::is_void_v<T>) {
-    timed.result().release();  // rethrows the operation's exception, if any
+    timed.result().hand_over();  // rethrows the operation's exception, if any
   } else {
-    co_return timed.result().release();
+    co_return timed.result().hand_over();
   }
 }
 

@@ -1,9 +1,9 @@
-#include "coral/detail/task_context.hpp"
+#include "coral/detail/task_segment.hpp"
 
 #include <optional>
 
 #include "coral/detail/executors.hpp"
-#include "coral/detail/job_state.hpp"
+#include "coral/detail/result_segment.hpp"
 
 namespace coral::detail {
 
@@ -24,7 +24,7 @@ placement place(const asio::any_io_executor& executor, bool cancellable) {
   return {asio::any_io_executor(asio::make_strand(executor)), std::move(gate), true};
 }
 
-task_context::task_context(placement&& where)
+task_segment::task_segment(placement&& where)
     : host_(where.host ? where.host : this),
       executor_(std::move(where.executor)),
       gate_(std::move(where.gate)),
@@ -46,24 +46,24 @@ task_context::task_context(placement&& where)
   gate_->link(*this);
 }
 
-task_context::~task_context() {
+task_segment::~task_segment() {
   leave_context();
   if (hosted()) host_->release();
 }
 
-void task_context::throw_cancelled() {
+void task_segment::throw_cancelled() {
   throw boost::system::system_error(asio::error::operation_aborted, "coral: the task was cancelled");
 }
 
-void task_context::cancel(asio::cancellation_type type, cancel_cause cause) {
+void task_segment::cancel(asio::cancellation_type type, cancel_cause cause) {
   note_cause(cause);
   cancelled_.store(true, std::memory_order_release);
   // Holds a reference to the segment, released also if it is destroyed without running.
   struct emit {
-    context_ref self;
+    segment_ref self;
     asio::cancellation_type type;
     void operator()() { self->emit_here(type); }
-  } e{context_ref(this), type};
+  } e{segment_ref(this), type};
   // Only while the segment is alive on its context (its executor is valid until it leaves): the
   // pass is taken and the executor copied under the members lock; the post itself (which may run
   // the task right here, on an inline executor) happens outside it. The pass outlives the copy,
@@ -71,7 +71,7 @@ void task_context::cancel(asio::cancellation_type type, cancel_cause cause) {
   std::optional<context_gate::pass> pass;
   std::optional<asio::any_io_executor> executor;
   // (A hosted segment's signal goes through its host's executor, which is its own.)
-  task_context& host = *host_;
+  task_segment& host = *host_;
   host.gate_->if_linked(host, [&] {
     pass.emplace(*host.gate_);
     if (*pass) executor = host.executor_;
@@ -79,13 +79,13 @@ void task_context::cancel(asio::cancellation_type type, cancel_cause cause) {
   if (executor) asio::post(*executor, std::move(e));
 }
 
-void task_context::leave_context() noexcept {
+void task_segment::leave_context() noexcept {
   // The tracked work ends on the context's scheduler: not after its shutdown stopped waiting.
   if (!hosted()) return gate_->unlink_and(*this, [this]() noexcept { drop_executor(); });
   gate().once_and(left_, [this]() noexcept { drop_executor(); });
 }
 
-void task_context::abandon() noexcept {
+void task_segment::abandon() noexcept {
   // A waker that found the gate closed may let go of the segment at this very moment, which
   // destroys its frames, and with them the external wait: hold the frames while abandoning it.
   // If they are already going, there is nothing left to abandon.
@@ -104,7 +104,7 @@ void task_context::abandon() noexcept {
   release_keep_alive();  // the last one destroys the frames, as the abandoned wait would have
 }
 
-void task_context::drop_executor() noexcept {
+void task_segment::drop_executor() noexcept {
   attachments_.leave_context();
   work_.emplace<0>();
   executor_ = asio::any_io_executor();

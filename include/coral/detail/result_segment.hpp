@@ -14,19 +14,19 @@
 #include "coral/detail/executors.hpp"
 #include "coral/detail/inline_queue.hpp"
 #include "coral/detail/promise.hpp"
-#include "coral/detail/task_context.hpp"
 #include "coral/detail/task_result.hpp"
+#include "coral/detail/task_segment.hpp"
 
 namespace coral::detail {
 
 template <class T>
-class job_state;
+class result_segment;
 
 // Something to run once the job has ended (a then/catching/finally callback, a completion
 // handler, a blocked waiter).
 template <class T>
 struct job_callback {
-  virtual void run(job_state<T>& state) = 0;
+  virtual void run(result_segment<T>& state) = 0;
   // Frees the callback with the allocator it came from.
   virtual void destroy() noexcept = 0;
   job_callback* next = nullptr;
@@ -50,7 +50,7 @@ struct job_callback_fn final : job_callback<T> {
   }
 
   job_callback_fn(F f, const Allocator& a) : f(std::move(f)), allocator(a) {}
-  void run(job_state<T>& state) override { f(state); }
+  void run(result_segment<T>& state) override { f(state); }
   void destroy() noexcept override { deallocate_object(allocator, this); }
 
   F f;
@@ -90,12 +90,12 @@ struct job_wait_signal {
 // result is destroyed by whoever lets go of it last among those that can see it: the last job
 // handle to go once the job is done, never the task's thread afterwards.
 template <class T>
-class job_state : public task_context {
+class result_segment : public task_segment {
  public:
   using frame_type = std::coroutine_handle<task_promise<T>>;
 
   // The state of a spawned task, which a job handle may wait for.
-  explicit job_state(placement&& where) : task_context(std::move(where)) {
+  explicit result_segment(placement&& where) : task_segment(std::move(where)) {
     if (auto* strand = executor().template target<any_strand>()) own_strand_.emplace(*strand);
   }
   // The state of a child segment (a join's member, a child awaited on another executor): its
@@ -103,7 +103,7 @@ class job_state : public task_context {
   struct child_segment_t {
     explicit child_segment_t() = default;
   };
-  job_state(placement&& where, child_segment_t) : task_context(std::move(where)) {}
+  result_segment(placement&& where, child_segment_t) : task_segment(std::move(where)) {}
 
   // Whether the calling thread is inside the strand the task runs on (an inline or new-thread
   // executor's): the task cannot go on until the caller returns. (Kept from the start: the
@@ -214,7 +214,7 @@ class job_state : public task_context {
   bool claim_result() noexcept { return !taken_.exchange(true, std::memory_order_acq_rel); }
 
  protected:
-  ~job_state() override {
+  ~result_segment() override {
     if (frame_) frame_.destroy();  // attached but never started (start() threw)
     report_if_unobserved();
     delete waiters_.load(std::memory_order_relaxed);
@@ -311,9 +311,9 @@ class job_state : public task_context {
 // A job whose task comes from a callable (typically a capturing lambda): the callable lives here,
 // so its captures outlive the task's frame.
 template <class T, class F>
-class factory_job_state final : public job_state<T> {
+class factory_job_state final : public result_segment<T> {
  public:
-  factory_job_state(placement&& where, F factory) : job_state<T>(std::move(where)), factory_(std::move(factory)) {}
+  factory_job_state(placement&& where, F factory) : result_segment<T>(std::move(where)), factory_(std::move(factory)) {}
   auto make_task() { return factory_(); }
 
  private:

@@ -23,9 +23,9 @@ struct placement {
   std::shared_ptr<context_gate> gate;
   // Whether `executor` runs one thing at a time (a strand, a single-threaded io_context).
   bool serialised = false;
-  // For a hosted segment (see task_context): its host, whose executor and gate it uses (then
+  // For a hosted segment (see task_segment): its host, whose executor and gate it uses (then
   // `executor` and `gate` are empty).
-  class task_context* host = nullptr;
+  class task_segment* host = nullptr;
 };
 
 // Finds the gate of `executor`'s context and, for a segment that can be cancelled, serialises
@@ -74,11 +74,11 @@ inline constexpr cancel_cause not_a_deadline = std::numeric_limits<cancel_cause>
 // Cancellation is level-triggered: `cancelled()` stays true once requested, and every suspension
 // point checks it before suspending. The signal (whose slot Asio operations listen to) is only
 // used on the segment's executor, which runs one thing at a time.
-class task_context : public gate_member {
+class task_segment : public gate_member {
  public:
-  explicit task_context(placement&& where);
-  task_context(const task_context&) = delete;
-  task_context& operator=(const task_context&) = delete;
+  explicit task_segment(placement&& where);
+  task_segment(const task_segment&) = delete;
+  task_segment& operator=(const task_segment&) = delete;
 
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
   const asio::any_io_executor& executor() const noexcept { return host_->executor_; }
@@ -141,7 +141,7 @@ class task_context : public gate_member {
   virtual void complete() noexcept = 0;
 
  protected:
-  virtual ~task_context();
+  virtual ~task_segment();
 
   // No keep-alive reference is left while the frames are suspended: destroy them.
   virtual void chain_released() noexcept = 0;
@@ -178,7 +178,7 @@ class task_context : public gate_member {
   void drop_executor() noexcept;
 
   // The segment itself, or the one hosting it (an object reference is held on it).
-  task_context* const host_;
+  task_segment* const host_;
   // Empty in a hosted segment.
   asio::any_io_executor executor_;
   std::shared_ptr<context_gate> gate_;
@@ -202,10 +202,14 @@ class task_context : public gate_member {
 };
 
 // A keep-alive reference to a segment.
-using keep_alive = counted_ref<task_context, &task_context::add_keep_alive, &task_context::release_keep_alive>;
+struct keep_alive_references {
+  static void add(task_segment& segment) noexcept { segment.add_keep_alive(); }
+  static void release(task_segment& segment) noexcept { segment.release_keep_alive(); }
+};
+using keep_alive = counted_ref<task_segment, keep_alive_references>;
 
 // An object reference to a segment.
-using context_ref = counted_ref<task_context>;
+using segment_ref = counted_ref<task_segment>;
 
 // Resumes a suspended coroutine when invoked (through the executor it was posted to). If it is
 // destroyed uninvoked, for example with its io_context, it lets go of the chain, which frees it.
