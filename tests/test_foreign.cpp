@@ -54,6 +54,11 @@ struct parked_value : coral::awaiter<int> {
   void complete(int v) { resume(v); }
 };
 
+struct item_with_lifetime : lifetime {
+  int value;
+  explicit item_with_lifetime(int v) : value(v) {}
+};
+
 // A foreign awaitable that declines to suspend (bool await_suspend returning false).
 struct declines_to_suspend {
   bool await_ready() const noexcept { return false; }
@@ -110,6 +115,67 @@ BOOST_AUTO_TEST_CASE(an_awaiter_completed_after_its_task_was_cancelled_fails_wit
   check(loop.get_executor(), "event_loop");
   check(two_threads.get_executor(), "io_context, 2 threads");
   check(coral::pool_executor{}, "pool_executor");
+}
+
+// Completed before the await: the work was started before the task awaited it.
+struct counted_value : coral::awaiter<item_with_lifetime> {
+  std::atomic<int> started{0};
+  void after_suspend() override { ++started; }
+};
+
+BOOST_AUTO_TEST_CASE(a_resume_that_comes_before_the_await_is_kept_and_the_await_takes_it_at_once) {
+  coral::event_loop loop;
+  running_io_context two_threads(2);
+  asio::thread_pool pool(2);
+  auto check = [](auto ex, const char* kind) {
+    BOOST_TEST_CONTEXT("executor: " << kind) {
+      counted_value early;
+      std::thread([&] { early.resume(item_with_lifetime(7)); }).join();
+      auto j = coral::spawn(ex, [&]() -> coral::task<int> {
+        item_with_lifetime v = co_await early;
+        co_return v.value;
+      });
+      BOOST_TEST(get_within(j) == 7);
+      BOOST_TEST(early.started == 0);  // nothing to start: the value was there
+    }
+  };
+  check(loop.get_executor(), "event_loop");
+  check(two_threads.get_executor(), "io_context, 2 threads");
+  check(asio::make_strand(pool), "strand on a thread_pool");
+  check(coral::pool_executor{}, "pool_executor");
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(resuming_an_awaiter_whose_await_failed_or_never_began_keeps_the_value_and_touches_nothing) {
+  {
+    counted_value never_awaited;
+    asio::io_context ctx(1);
+    auto j = coral::spawn(ctx, [&]() -> coral::task<int> {
+      item_with_lifetime v = co_await never_awaited;
+      co_return v.value;
+    });
+    j.cancel();  // before the task runs: its await fails at once
+    ctx.run();
+    BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+    BOOST_TEST(never_awaited.started == 0);
+    never_awaited.resume(item_with_lifetime(1));
+    BOOST_TEST(lifetime::alive == 1);  // kept in the awaiter
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  {
+    counted_value never_awaited;
+    coral::job<int> j;
+    {
+      asio::io_context ctx(1);
+      j = coral::spawn(ctx, [&]() -> coral::task<int> {
+        item_with_lifetime v = co_await never_awaited;
+        co_return v.value;
+      });
+    }  // destroyed before the task ran
+    never_awaited.resume(item_with_lifetime(2));
+    BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  }
+  BOOST_TEST(lifetime::alive == 0);
 }
 
 // Shutdown: an awaiter<R> living outside the task keeps nothing of a destroyed context alive.

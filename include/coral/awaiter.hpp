@@ -2,10 +2,12 @@
 
 #include <coroutine>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/context_gate.hpp"
 #include "coral/detail/suspended_task.hpp"
 #include "coral/detail/wait_link.hpp"
 
@@ -19,10 +21,13 @@ namespace coral {
 //
 // What coral starts here cannot be interrupted by coral, so cancellation is checked before
 // after_suspend() and after the task resumes: a cancelled task's await fails with
-// operation_aborted (the value is discarded). If the task's execution context shuts down while
-// it waits, the task's frames are destroyed with the context; a later resume() on an awaiter that
-// lives outside the task does nothing (one that lived in the task's frame is gone with it: the
-// operation must not resume it then, as an Asio operation must not call a destroyed handler).
+// operation_aborted (the value is discarded). A resume() that comes before the await (the work
+// was started earlier) is kept: the await then takes the value at once, without after_suspend().
+// A resume() on an awaiter whose await failed, or never came, keeps the value in the awaiter,
+// where it is destroyed. If the task's execution context shuts down while it waits, the task's
+// frames are destroyed with the context; a later resume() on an awaiter that lives outside the
+// task does nothing (one that lived in the task's frame is gone with it: the operation must not
+// resume it then, as an Asio operation must not call a destroyed handler).
 //
 // Thread safety: distinct objects: safe. Shared objects: unsafe, except resume(), which may be
 // called once from any thread.
@@ -44,18 +49,25 @@ class awaiter : private detail::external_wait {
   bool await_ready() const noexcept { return false; }
 
   template <class Promise>
-  void await_suspend(std::coroutine_handle<Promise> coroutine) {
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
     task_.suspend(coroutine);
-    link_.arm();
+    gate_ = task_.segment().shared_gate();
     task_.segment().set_external_wait(this);
+    if (!link_.arm_unless_completed()) {  // resumed before it was awaited: the value is here
+      task_.segment().set_external_wait(nullptr);
+      task_.let_go();
+      return false;
+    }
     after_suspend();
+    return true;
   }
 
   R await_resume() {
     task_.segment().set_external_wait(nullptr);
+    link_.disarm();
     before_resume();
     task_.segment().throw_if_cancelled();
-    if (exception_) std::rethrow_exception(exception_);
+    if (auto e = std::exchange(exception_, nullptr)) std::rethrow_exception(e);
     if constexpr (!std::is_void_v<R>) return std::move(*value_);
   }
 
@@ -79,10 +91,16 @@ class awaiter : private detail::external_wait {
 
  private:
   // Posted, not dispatched: the task must not run (and destroy this awaiter) inside resume().
-  // Nothing touches this object afterwards (it may be gone). After the task was let go (its
-  // context shut down), resume() does nothing.
+  // Nothing touches this object once the task is posted (it may be gone).
+  //
+  // The pass comes before the wait is completed: the context's shutdown waits for the passes it
+  // granted, so it finds either the wait completed and the resumption queued (destroyed with the
+  // context's queue), or the wait still open, which it abandons and lets go of the task itself.
+  // Completing first would leave the task to this thread, to be freed after its context is gone.
   void resume_task() {
-    if (link_.complete()) task_.resume_later();
+    if (link_.complete_before_wait()) return;  // the await takes the value when it comes
+    detail::context_gate::pass pass(*gate_);
+    if (pass && link_.complete()) task_.resume_later_within_pass();
   }
 
   // The task's context is shutting down: its frames go now (this object too, if it lives there).
@@ -92,7 +110,8 @@ class awaiter : private detail::external_wait {
 
   struct empty {};
   detail::suspended_task task_;
-  detail::wait_link link_;
+  std::shared_ptr<detail::context_gate> gate_;  // the task's context's: resume() may outlive it
+  detail::wait_link link_{detail::wait_link::starts_idle_t{}};
   std::conditional_t<std::is_void_v<R>, empty, std::optional<std::conditional_t<std::is_void_v<R>, int, R>>> value_;
   std::exception_ptr exception_;
 };

@@ -1,9 +1,11 @@
 #define BOOST_TEST_MODULE coral cancellation stress
 #include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -246,4 +248,124 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_while_its_tasks_children_end_on_a_pool
   }
   for (int i = 0; i < 3000 && lifetime::alive != 0; ++i) thread_of(pool.get_executor());
   BOOST_TEST(lifetime::alive == 0);
+}
+
+namespace {
+
+// Completed by a thread that knows nothing of coral.
+struct outside_value : coral::awaiter<item> {};
+
+coral::task<long> await_outside(std::shared_ptr<outside_value> wait) {
+  lifetime alive;
+  // An I/O object of the task's context, as a session holds one: the frame must be freed while
+  // the context still exists.
+  asio::steady_timer pending(co_await coral::this_task::executor, std::chrono::hours(1));
+  pending.async_wait([](boost::system::error_code) {});
+  co_await coral::yield();  // a moment for a cancel or the resume to come before the await
+  item v = co_await *wait;
+  co_return v.id;
+}
+
+// An execution context of one kind, with its threads, destroyed on request.
+class arena {
+ public:
+  explicit arena(int kind) {
+    switch (kind) {
+      case 0:
+      case 1:
+        io_ = std::make_unique<asio::io_context>(kind == 0 ? 1 : 2);
+        work_.emplace(io_->get_executor());
+        for (int i = 0; i <= kind; ++i) threads_.emplace_back([this] { io_->run(); });
+        executor_ = io_->get_executor();
+        name_ = kind == 0 ? "io_context, 1 thread" : "io_context, 2 threads";
+        break;
+      case 2:
+      case 3:
+        pool_ = std::make_unique<asio::thread_pool>(2);
+        executor_ = kind == 2 ? asio::any_io_executor(pool_->get_executor())
+                              : asio::any_io_executor(asio::make_strand(pool_->get_executor()));
+        name_ = kind == 2 ? "thread_pool" : "strand over thread_pool";
+        break;
+      default:
+        loop_ = std::make_unique<coral::event_loop>();
+        executor_ = loop_->get_executor();
+        name_ = "event_loop";
+    }
+  }
+  const asio::any_io_executor& executor() const { return executor_; }
+  const char* name() const { return name_; }
+
+  void destroy() {
+    executor_ = {};
+    if (io_) {
+      io_->stop();
+      for (auto& t : threads_) t.join();
+      work_.reset();
+      io_.reset();
+    }
+    if (pool_) {
+      pool_->stop();
+      pool_->join();
+      pool_.reset();
+    }
+    loop_.reset();
+  }
+
+ private:
+  std::unique_ptr<asio::io_context> io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  std::unique_ptr<asio::thread_pool> pool_;
+  std::unique_ptr<coral::event_loop> loop_;
+  asio::any_io_executor executor_;
+  const char* name_ = "";
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_awaiter_resumed_from_outside_at_any_moment_of_its_contexts_destruction_frees_everything) {
+  // Another thread resumes awaiters (and cancels some of their tasks) while the tasks' context is
+  // destroyed: before the await began, while it waits, while the shutdown runs, after it. Every
+  // job ends, every value is freed, and no frame is freed after its context.
+  constexpr int kinds = 5;
+  for (int round = 0; round < 300; ++round) {
+    std::mt19937 rng(static_cast<unsigned>(round));
+    std::vector<std::shared_ptr<outside_value>> waits;
+    std::vector<coral::job<long>> jobs;
+    const char* name = "";
+    {
+      arena context(round % kinds);
+      name = context.name();
+      for (int k = 0; k < 30; ++k) {
+        waits.push_back(std::make_shared<outside_value>());
+        jobs.push_back(coral::spawn(context.executor(), await_outside(waits.back())));
+      }
+      std::thread outside([&, seed = rng()] {
+        std::mt19937 r(seed);
+        std::vector<std::size_t> order(waits.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::shuffle(order.begin(), order.end(), r);
+        for (auto k : order) {
+          if (r() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(r() % 200));  // a random moment
+          if (r() % 8 == 0) jobs[k].cancel();
+          waits[k]->resume(item(static_cast<long>(k)));
+        }
+      });
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1500));  // a random moment, not a wait
+      context.destroy();
+      outside.join();
+    }
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+      BOOST_TEST_CONTEXT("round " << round << " on " << name << ", task " << k) {
+        BOOST_TEST_REQUIRE(jobs[k].wait_for(patience));
+        try {
+          BOOST_TEST(jobs[k].get_result() == static_cast<long>(k));
+        } catch (const boost::system::system_error& e) {
+          BOOST_TEST(outcome_of(e) == "aborted");
+        }
+      }
+    }
+    waits.clear();
+    BOOST_TEST_REQUIRE(lifetime::alive == 0, "round " << round << " on " << name);
+  }
 }

@@ -10,6 +10,12 @@ namespace coral::detail {
 // down first: the task was let go of, and the waker must not touch it).
 class wait_link {
  public:
+  wait_link() = default;
+  // A link whose waker may come before the wait begins, or without one (awaiter: the user's code
+  // calls resume()); it starts idle and the task arms it with arm_unless_completed().
+  struct starts_idle_t {};
+  explicit wait_link(starts_idle_t) noexcept : state_(idle) {}
+
   // The task, before each wait.
   void arm() noexcept { state_.store(waiting, std::memory_order_relaxed); }
 
@@ -18,6 +24,20 @@ class wait_link {
     int expected = waiting;
     return state_.compare_exchange_strong(expected, completed_state, std::memory_order_acq_rel);
   }
+
+  // For a link that starts idle. The task, after it suspended: false if the waker came first
+  // (the wait is over before it began). The waker: true if it came first (the task, when it
+  // awaits, finds the wait over); false if the wait has begun (or ended).
+  bool arm_unless_completed() noexcept {
+    int expected = idle;
+    return state_.compare_exchange_strong(expected, waiting, std::memory_order_acq_rel);
+  }
+  bool complete_before_wait() noexcept {
+    int expected = idle;
+    return state_.compare_exchange_strong(expected, completed_state, std::memory_order_acq_rel);
+  }
+  // The task, after the wait, to wait on the same link again.
+  void disarm() noexcept { state_.store(idle, std::memory_order_relaxed); }
 
   // The task's side, when its context shuts down: true if it let go before the wait ended.
   bool detach() noexcept {
@@ -31,7 +51,7 @@ class wait_link {
   bool completed() const noexcept { return state_.load(std::memory_order_acquire) == completed_state; }
 
  private:
-  enum : int { waiting, completed_state, detached_state };
+  enum : int { idle, waiting, completed_state, detached_state };
   std::atomic<int> state_{waiting};
 };
 
