@@ -72,6 +72,7 @@ class [[nodiscard]] async_generator {
   explicit operator bool() const noexcept { return static_cast<bool>(frame_); }
 
   // `co_await g.next()` in a coral task: the next value, or nullopt once the body has returned.
+  // Thread safety: distinct objects: safe. Shared objects: unsafe (awaited once, by one task).
   class next_awaiter;
   next_awaiter next() noexcept { return next_awaiter(*this); }
 
@@ -147,10 +148,10 @@ class async_generator<T>::next_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> consumer) {
-    task_segment& context = consumer.promise().segment();
-    context.throw_if_cancelled();
+    task_segment& segment = consumer.promise().segment();
+    segment.throw_if_cancelled();
     const handle_type body = owner_->frame_.get();
-    body.promise().run_inline(context, consumer);
+    body.promise().run_inline(segment, consumer);
     in_flight_ = true;
     // Once the consumer has suspended, it may already have been resumed and this awaiter gone:
     // nothing may touch it after this call.

@@ -15,24 +15,15 @@ class async_mutex;
 //
 // Thread safety: distinct objects: safe. Shared objects: unsafe (a guard is owned by one task; it
 // may be moved to another and unlock there, on any thread).
-class async_mutex_lock {
+class [[nodiscard]] async_mutex_lock : detail::permit_guard<async_mutex> {
  public:
   // Adopts a lock the caller already holds (after try_lock()).
-  async_mutex_lock(async_mutex& mutex, std::adopt_lock_t) noexcept : mutex_(&mutex) {}
-  async_mutex_lock(async_mutex_lock&&) noexcept = default;
-  async_mutex_lock& operator=(async_mutex_lock&&) noexcept = default;
-  ~async_mutex_lock() = default;
+  async_mutex_lock(async_mutex& mutex, std::adopt_lock_t) noexcept : permit_guard(mutex) {}
 
   // Unlocks now (see async_mutex::unlock); the guard then owns nothing.
-  void unlock() noexcept { mutex_.reset(); }
-  bool owns_lock() const noexcept { return mutex_ != nullptr; }
-  async_mutex* mutex() const noexcept { return mutex_.get(); }
-
- private:
-  struct unlocker {
-    void operator()(async_mutex* m) const noexcept;
-  };
-  std::unique_ptr<async_mutex, unlocker> mutex_;
+  void unlock() noexcept { give_back_now(); }
+  bool owns_lock() const noexcept { return owner() != nullptr; }
+  async_mutex* mutex() const noexcept { return owner(); }
 };
 
 // A mutex for coral tasks: waiting for it suspends the task, never its thread.
@@ -69,35 +60,20 @@ class async_mutex_lock {
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently).
-//
-// (A mutex is a semaphore of one permit: this class and its guard mirror semaphore and
-// semaphore_permit member for member, in the vocabulary of locks; what they do is permit_state's
-// and lock_awaiter's, once, in detail/.)
-class async_mutex {
+class async_mutex : public detail::permit_owner {
  public:
-  async_mutex() : state_(std::make_shared<detail::permit_state>(1)) {}
-  ~async_mutex() { state_->abort_all(); }
-  async_mutex(const async_mutex&) = delete;
-  async_mutex& operator=(const async_mutex&) = delete;
+  async_mutex() : permit_owner(1) {}
 
   // auto guard = co_await m.lock(): waits for the lock; the guard holds it.
   [[nodiscard]] detail::lock_awaiter<async_mutex_lock, async_mutex> lock() {
-    return {state_, *this, "coral::async_mutex: lock"};
+    return wait_for_permit<async_mutex_lock>(*this, "coral::async_mutex: lock");
   }
 
   // Takes the lock if it is free (never while tasks wait for it); true if it did.
-  bool try_lock() { return state_->try_acquire(); }
+  bool try_lock() { return try_take(); }
 
   // Hands the lock to the first waiting task (posted to its executor), or frees it.
-  void unlock() { state_->release(1, nullptr); }
-
- private:
-  // The lock is the one permit: 1 while free, 0 while held (with waiters queued behind it).
-  std::shared_ptr<detail::permit_state> state_;
+  void unlock() { give_back(1); }
 };
-
-inline void async_mutex_lock::unlocker::operator()(async_mutex* m) const noexcept {
-  m->unlock();
-}
 
 }  // namespace coral

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "coral/detail/asio.hpp"
+#include "coral/detail/channel_fwd.hpp"
 #include "coral/detail/config.hpp"
 #include "coral/error.hpp"
 
@@ -24,30 +25,11 @@ enum class overflow {
 // channel<T>(unlimited): a buffer without bound (a send never waits; memory grows).
 inline constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
 // channel<T>(conflated): capacity 1, overflow::drop_oldest.
+// Thread safety: distinct objects: safe. Shared objects: safe (an empty tag).
 struct conflated_t {
   explicit conflated_t() = default;
 };
 inline constexpr conflated_t conflated{};
-
-namespace detail {
-template <class T>
-class channel_state;
-template <class T>
-class channel_send_awaiter;
-template <class T>
-class channel_receive_awaiter;
-template <class T>
-class channel_receive_into_awaiter;
-template <class T>
-class channel_next_awaiter;
-template <class T>
-struct send_waiter;
-template <class T>
-struct receive_waiter;
-template <class T, class Waiter, class Handler>
-class channel_async_op;
-struct channel_access;
-}  // namespace detail
 
 // A multi-producer, multi-consumer channel of T values, usable across threads and executors, by
 // coral tasks and by plain Asio code alike.
@@ -224,19 +206,6 @@ class channel {
 
   std::shared_ptr<state_type> state_;  // null once moved from
 };
-
-namespace detail {
-
-// For produce(): a second handle on a channel's state (closing the channel when it goes, as any
-// handle does).
-struct channel_access {
-  template <class T>
-  static channel<T> share(const channel<T>& ch) {
-    return channel<T>(ch.state_);
-  }
-};
-
-}  // namespace detail
 
 }  // namespace coral
 

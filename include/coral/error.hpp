@@ -26,6 +26,7 @@ inline boost::system::error_code make_error_code(errc e) noexcept {
 
 // Thrown by channel operations on a closed channel. A boost::system::system_error, and so a
 // std::runtime_error, whose code() is errc::channel_closed.
+// Thread safety: distinct objects: safe. Shared objects: safe (const members only).
 class channel_closed : public boost::system::system_error {
  public:
   explicit channel_closed(const std::string& what) : system_error(make_error_code(errc::channel_closed), what) {}
@@ -34,6 +35,7 @@ class channel_closed : public boost::system::system_error {
 // Thrown when an operation did not finish in time; code() is errc::timeout. deadline() is the
 // deadline that passed (with_timeout's start plus its duration, or with_deadline's time point);
 // time_point::min() if the thrower gave none.
+// Thread safety: distinct objects: safe. Shared objects: safe (const members only).
 class timeout_error : public boost::system::system_error {
  public:
   explicit timeout_error(const std::string& what,

@@ -79,6 +79,8 @@ class [[nodiscard]] generator {
   using value_type = std::remove_cvref_t<T>;
   // What each element is handed out as: T&& for a generator of values, T for one of references.
   using reference = typename promise_type::reference;
+  // An input iterator over the elements, as begin() returns it.
+  // Thread safety: distinct objects: safe. Shared objects: unsafe.
   class iterator;
 
   generator() noexcept = default;
@@ -172,6 +174,7 @@ class [[nodiscard]] generator {
 
 // co_yield elements_of(r) in a generator body yields every element of r (see generator).
 // elements_of(x) refers to x; it is meant to be used within the co_yield expression.
+// Thread safety: distinct objects: safe. Shared objects: unsafe.
 template <class R>
 struct elements_of {
   // (A constructor, not aggregate initialisation from parentheses, which clang 14 lacks.)

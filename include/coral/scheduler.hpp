@@ -46,6 +46,7 @@ class scheduler {
   };
 
   // Work submitted for a given executor: s.on(ex).after(d).submit(f) or .at(tp).submit(f).
+  // Thread safety: distinct objects: safe. Shared objects: unsafe (it is used up by submit()).
   class targeted {
    public:
     targeted after(clock::duration d) && {

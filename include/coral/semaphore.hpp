@@ -16,26 +16,17 @@ class semaphore;
 //
 // Thread safety: distinct objects: safe. Shared objects: unsafe (a permit is owned by one task; it
 // may be moved to another and be given back there, on any thread).
-class [[nodiscard]] semaphore_permit {
+class [[nodiscard]] semaphore_permit : detail::permit_guard<semaphore> {
  public:
   // Adopts a permit the caller already holds (after try_acquire()).
-  semaphore_permit(semaphore& s, std::adopt_lock_t) noexcept : semaphore_(&s) {}
-  semaphore_permit(semaphore_permit&&) noexcept = default;
-  semaphore_permit& operator=(semaphore_permit&&) noexcept = default;
-  ~semaphore_permit() = default;
+  semaphore_permit(semaphore& s, std::adopt_lock_t) noexcept : permit_guard(s) {}
 
   // Gives the permit back now (see semaphore::release); the guard then owns nothing.
-  void give_back() noexcept { semaphore_.reset(); }
+  void give_back() noexcept { give_back_now(); }
   // Keeps the permit taken without this guard: whoever it is handed to gives it back by hand
   // with semaphore::release().
-  void detach() noexcept { static_cast<void>(semaphore_.release()); }
-  bool owns_permit() const noexcept { return semaphore_ != nullptr; }
-
- private:
-  struct giver {
-    void operator()(semaphore* s) const noexcept;
-  };
-  std::unique_ptr<semaphore, giver> semaphore_;
+  void detach() noexcept { keep_taken(); }
+  bool owns_permit() const noexcept { return owner() != nullptr; }
 };
 
 // A counting semaphore for coral tasks: waiting for a permit suspends the task, never its thread.
@@ -76,34 +67,24 @@ class [[nodiscard]] semaphore_permit {
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently).
-class semaphore {
+class semaphore : public detail::permit_owner {
  public:
-  explicit semaphore(std::size_t initial) : state_(std::make_shared<detail::permit_state>(initial)) {}
-  ~semaphore() { state_->abort_all(); }
-  semaphore(const semaphore&) = delete;
-  semaphore& operator=(const semaphore&) = delete;
+  explicit semaphore(std::size_t initial) : permit_owner(initial) {}
 
   // auto permit = co_await s.acquire(): takes a permit, waiting for one if none is available.
   [[nodiscard]] detail::lock_awaiter<semaphore_permit, semaphore> acquire() {
-    return {state_, *this, "coral::semaphore: acquire"};
+    return wait_for_permit<semaphore_permit>(*this, "coral::semaphore: acquire");
   }
 
   // Takes a permit if one is available (never while tasks wait for one); true if it did.
-  bool try_acquire() { return state_->try_acquire(); }
+  bool try_acquire() { return try_take(); }
 
   // Gives `n` permits: to the first `n` waiting tasks (posted to their executors), the rest to the
   // count.
-  void release(std::size_t n = 1) { state_->release(n, nullptr); }
+  void release(std::size_t n = 1) { give_back(n); }
 
   // Permits available now (0 while tasks wait).
-  std::size_t available() const { return state_->available(); }
-
- private:
-  std::shared_ptr<detail::permit_state> state_;
+  std::size_t available() const { return permit_owner::available(); }
 };
-
-inline void semaphore_permit::giver::operator()(semaphore* s) const noexcept {
-  s->release();
-}
 
 }  // namespace coral

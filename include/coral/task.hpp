@@ -16,6 +16,7 @@
 namespace coral {
 
 // The executor type of a task that runs on whatever executor awaits or spawns it.
+// Thread safety: distinct objects: safe. Shared objects: safe (an empty tag).
 struct inherit {};
 
 // A lazy, move-only coroutine. Nothing runs until the task is awaited (`co_await t`) inside

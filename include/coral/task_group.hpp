@@ -56,7 +56,7 @@ class task_group {
     using T = typename detail::task_of_t<Source>::value_type;
     auto* child = detail::make_root(executor_, std::forward<Source>(source), true);
     auto link = std::make_unique<detail::group_link>();
-    link->context = child;
+    link->segment = child;
     detail::group_link& linked = *link;
     state_->add_ref();
     child->when_done([group = state_, link = std::move(link)](detail::result_segment<T>& s) {
@@ -83,6 +83,8 @@ class task_group {
   // The number of tasks spawned and not yet ended.
   std::size_t size() const noexcept { return state_->size(); }
 
+  // What join() returns, to be awaited once by one task.
+  // Thread safety: distinct objects: safe. Shared objects: unsafe.
   class join_operation;
   join_operation join() noexcept;
 
@@ -102,22 +104,22 @@ class task_group::join_operation : public detail::external_wait {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    context_ = &coroutine.promise().segment();
-    if (context_->cancelled()) state_->cancel();  // level-triggered: the join still waits for them
+    segment_ = &coroutine.promise().segment();
+    if (segment_->cancelled()) state_->cancel();  // level-triggered: the join still waits for them
     if (!state_->wait(coroutine)) return false;
-    forward_ = context_->op_slot().is_connected();
-    if (forward_) context_->slot().template emplace<forward_group_cancellation>(state_);
-    context_->set_external_wait(this);
+    forward_ = segment_->op_slot().is_connected();
+    if (forward_) segment_->slot().template emplace<forward_group_cancellation>(state_);
+    segment_->set_external_wait(this);
     return true;
   }
 
   void await_resume() {
-    if (context_) {
-      context_->set_external_wait(nullptr);
-      if (forward_) context_->slot().clear();
+    if (segment_) {
+      segment_->set_external_wait(nullptr);
+      if (forward_) segment_->slot().clear();
     }
     if (auto failure = state_->take_failure()) std::rethrow_exception(failure);
-    if (context_) context_->throw_if_cancelled();
+    if (segment_) segment_->throw_if_cancelled();
   }
 
  private:
@@ -135,7 +137,7 @@ class task_group::join_operation : public detail::external_wait {
   }
 
   detail::group_state* state_;
-  detail::task_segment* context_ = nullptr;
+  detail::task_segment* segment_ = nullptr;
   bool forward_ = false;
 };
 

@@ -14,6 +14,8 @@ namespace coral {
 // cancelling the task cancels the operation. A leading error_code that is set is thrown as
 // boost::system::system_error, a leading exception_ptr is rethrown; the remaining arguments are
 // the result (nothing, one value, or a tuple). asio::as_tuple(use_task) returns all of them.
+//
+// Thread safety: distinct objects: safe. Shared objects: safe (a stateless token).
 struct use_task_t {
   constexpr use_task_t() noexcept = default;
   // As use_awaitable_t's, for code written under BOOST_ASIO_ENABLE_HANDLER_TRACKING

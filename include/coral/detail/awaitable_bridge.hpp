@@ -113,15 +113,15 @@ class awaitable_bridge : public segment_attachment {
 
   // Then, unless `a` ended, with `a.task` holding the task: true if the thread resumes the task
   // when `a` ends (the task's cancellation reaches the awaitable meanwhile), false if it ended.
-  bool suspend(bridged_await& a, task_segment& context) {
+  bool suspend(bridged_await& a, task_segment& segment) {
     // (Nothing cancels a segment that runs on a multi-threaded executor without a strand, and
     // only such a segment could be resumed, on another thread, before this returns.)
-    const bool listen = context.op_slot().is_connected();
-    if (listen) context.slot().assign(forward_cancellation{this});
+    const bool listen = segment.op_slot().is_connected();
+    if (listen) segment.slot().assign(forward_cancellation{this});
     if (a.phase.exchange(bridged_await::task_suspended, std::memory_order_acq_rel) != bridged_await::ended) {
       return true;
     }
-    if (listen) context.slot().clear();
+    if (listen) segment.slot().clear();
     return false;
   }
 
@@ -297,12 +297,12 @@ const char typed_awaitable_bridge<T>::kind_tag = 0;
 
 // The segment's thread for awaitable<T>s.
 template <class T>
-typed_awaitable_bridge<T>& awaitable_bridge_for(task_segment& context) {
+typed_awaitable_bridge<T>& awaitable_bridge_for(task_segment& segment) {
   using bridge = typed_awaitable_bridge<T>;
-  if (auto* found = context.attachments().find(&bridge::kind_tag)) [[likely]]
+  if (auto* found = segment.attachments().find(&bridge::kind_tag)) [[likely]]
     return static_cast<bridge&>(*found);
-  bridge& made = bridge::start(context.executor());
-  context.attachments().add(made);
+  bridge& made = bridge::start(segment.executor());
+  segment.attachments().add(made);
   return made;
 }
 
@@ -310,14 +310,14 @@ typed_awaitable_bridge<T>& awaitable_bridge_for(task_segment& context) {
 template <class T>
 class asio_awaitable_awaiter final : public bridged_await {
  public:
-  asio_awaitable_awaiter(asio::awaitable<T> a, task_segment& context) noexcept
-      : awaitable_(std::move(a)), context_(context) {}
+  asio_awaitable_awaiter(asio::awaitable<T> a, task_segment& segment) noexcept
+      : awaitable_(std::move(a)), segment_(segment) {}
 
   // The awaitable starts here, before the task suspends: most complete at once, and then the task
   // does not suspend at all.
   bool await_ready() {
-    context_.throw_if_cancelled();
-    thread_ = &awaitable_bridge_for<T>(context_);
+    segment_.throw_if_cancelled();
+    thread_ = &awaitable_bridge_for<T>(segment_);
     thread_->begin(*this);
     return phase.load(std::memory_order_acquire) == ended;
   }
@@ -327,7 +327,7 @@ class asio_awaitable_awaiter final : public bridged_await {
     task.keep(coroutine);
     // (Set before the hand-over: once it is made, the task may be resumed on another thread.)
     suspended_ = true;
-    if (thread_->suspend(*this, context_)) return true;
+    if (thread_->suspend(*this, segment_)) return true;
     suspended_ = false;
     task.let_go();  // (the running segment holds its frames too)
     return false;
@@ -335,7 +335,7 @@ class asio_awaitable_awaiter final : public bridged_await {
 
   T await_resume() {
     // (The thread resumed the task by posting it: it forwarded cancellation until then.)
-    if (suspended_) context_.slot().clear();
+    if (suspended_) segment_.slot().clear();
     if (error_) std::rethrow_exception(std::move(error_));
     if constexpr (!std::is_void_v<T>) return std::move(*value_);
   }
@@ -344,7 +344,7 @@ class asio_awaitable_awaiter final : public bridged_await {
   friend class typed_awaitable_bridge<T>;
 
   asio::awaitable<T> awaitable_;
-  task_segment& context_;
+  task_segment& segment_;
   awaitable_bridge* thread_ = nullptr;
   bool suspended_ = false;
   struct no_value {};

@@ -90,7 +90,7 @@ class child_segment_awaiter : public external_wait {
   child_segment_awaiter() noexcept = default;
   child_segment_awaiter(child_segment_awaiter&& other) noexcept
       : state_(std::exchange(other.state_, nullptr)),
-        parent_context_(other.parent_context_),
+        parent_segment_(other.parent_segment_),
         forward_(other.forward_) {}
   child_segment_awaiter& operator=(child_segment_awaiter&&) = delete;
   ~child_segment_awaiter() {
@@ -118,22 +118,22 @@ class child_segment_awaiter : public external_wait {
         if (f) f.destroy();
       }
     } guard{frame};
-    task_segment& parent_context = parent.promise().segment();
-    if (forward_cancel) parent_context.throw_if_cancelled();
-    const bool here = executor == parent_context.executor();
+    task_segment& parent_segment = parent.promise().segment();
+    if (forward_cancel) parent_segment.throw_if_cancelled();
+    const bool here = executor == parent_segment.executor();
     // Only a parent that can be cancelled forwards its cancellation (see place()).
-    forward_cancel = forward_cancel && parent_context.op_slot().is_connected();
+    forward_cancel = forward_cancel && parent_segment.op_slot().is_connected();
     auto* state = new child_segment_state<T>(place(executor, forward_cancel));
     state->attach(std::exchange(guard.f, nullptr));
-    state->local = &state->gate() == &parent_context.gate();
-    if (!state->local) state->parent_gate = parent_context.shared_gate();
+    state->local = &state->gate() == &parent_segment.gate();
+    if (!state->local) state->parent_gate = parent_segment.shared_gate();
     state_ = state;
     state->add_ref();  // this awaiter's
     state->parent.keep(parent);
-    parent_context_ = &parent_context;
+    parent_segment_ = &parent_segment;
     forward_ = forward_cancel;
-    if (forward_) parent_context.slot().template emplace<forward_cancellation>(segment_ref(state), &parent_context);
-    parent_context.set_external_wait(this);
+    if (forward_) parent_segment.slot().template emplace<forward_cancellation>(segment_ref(state), &parent_segment);
+    parent_segment.set_external_wait(this);
     if (here) {
       state->start_here();
     } else {
@@ -142,8 +142,8 @@ class child_segment_awaiter : public external_wait {
   }
 
   T finish() {
-    parent_context_->set_external_wait(nullptr);
-    if (forward_) parent_context_->slot().clear();
+    parent_segment_->set_external_wait(nullptr);
+    if (forward_) parent_segment_->slot().clear();
     state_->mark_observed();
     return state_->result().hand_over();
   }
@@ -157,7 +157,7 @@ class child_segment_awaiter : public external_wait {
 
  private:
   child_segment_state<T>* state_ = nullptr;
-  task_segment* parent_context_ = nullptr;
+  task_segment* parent_segment_ = nullptr;
   bool forward_ = false;
 };
 

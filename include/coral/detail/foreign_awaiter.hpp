@@ -88,8 +88,8 @@ class foreign_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> task) {
-    context_ = &task.promise().segment();
-    context_->throw_if_cancelled();
+    segment_ = &task.promise().segment();
+    segment_->throw_if_cancelled();
     if (awaiter().await_ready()) return false;
     suspended_task suspended;
     suspended.suspend(task);
@@ -124,7 +124,7 @@ class foreign_awaiter {
   }
 
   decltype(auto) await_resume() {
-    if (context_) context_->throw_if_cancelled();
+    if (segment_) segment_->throw_if_cancelled();
     return awaiter().await_resume();
   }
 
@@ -140,7 +140,7 @@ class foreign_awaiter {
 
   awaitable_type awaitable_;
   std::conditional_t<is_own_awaiter, none, std::optional<std::remove_cvref_t<made_awaiter>>> made_;
-  task_segment* context_ = nullptr;
+  task_segment* segment_ = nullptr;
 };
 
 }  // namespace coral::detail

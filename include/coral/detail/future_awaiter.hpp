@@ -53,13 +53,13 @@ class future_awaiter {
     // Cancellation is checked at every poll too: a cancel that lands between the timer's expiry
     // and this handler found no wait to abort.
     void operator()(boost::system::error_code error) {
-      task_segment& context = task.segment();
-      if (!error && context.cancelled()) error = asio::error::operation_aborted;
+      task_segment& segment = task.segment();
+      if (!error && segment.cancelled()) error = asio::error::operation_aborted;
       if (!error && !self->ready()) {
         self->arm(std::move(*this));
         return;
       }
-      context.slot().clear();
+      segment.slot().clear();
       self->error_ = error;
       task.resume_here();
     }

@@ -17,7 +17,7 @@ namespace coral::detail {
 
 // The links of a task group's child in its group's list (guarded by the group's mutex).
 struct group_link {
-  task_segment* context = nullptr;
+  task_segment* segment = nullptr;
   group_link* prev = nullptr;
   group_link* next = nullptr;
 };
@@ -41,8 +41,8 @@ class group_state : public ref_counted<group_state> {
       ++running_;
       cancel_now = cancelled_;
     }
-    link.context->add_ref();
-    if (cancel_now) link.context->cancel();
+    link.segment->add_ref();
+    if (cancel_now) link.segment->cancel();
   }
 
   // A child ended (any thread): unlinks it; its failure, if first, is kept and cancels the others;
@@ -75,7 +75,7 @@ class group_state : public ref_counted<group_state> {
         }
       }
     }
-    link.context->release();
+    link.segment->release();
     if (cancel_others) cancel_children();
     if (resume) joiner.resume_later_within_pass();
   }
@@ -138,7 +138,7 @@ class group_state : public ref_counted<group_state> {
     std::vector<segment_ref> running;
     {
       std::lock_guard lock(mutex_);
-      for (auto* l = children_; l; l = l->next) running.emplace_back(l->context);
+      for (auto* l = children_; l; l = l->next) running.emplace_back(l->segment);
     }
     for (auto& child : running) child->cancel();
   }

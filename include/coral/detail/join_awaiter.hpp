@@ -33,7 +33,7 @@ class join_awaiter_base : public external_wait {
  public:
   join_awaiter_base() noexcept = default;
   join_awaiter_base(join_awaiter_base&& other) noexcept
-      : join_(std::exchange(other.join_, nullptr)), parent_context_(other.parent_context_), forward_(other.forward_) {}
+      : join_(std::exchange(other.join_, nullptr)), parent_segment_(other.parent_segment_), forward_(other.forward_) {}
   join_awaiter_base& operator=(join_awaiter_base&&) = delete;
 
  protected:
@@ -52,7 +52,7 @@ class join_awaiter_base : public external_wait {
   void open(std::coroutine_handle<Promise> parent, join_kind kind, std::size_t children) {
     join_ = new join_state(kind, children);
     join_->parent.suspend(parent);
-    parent_context_ = &parent.promise().segment();
+    parent_segment_ = &parent.promise().segment();
   }
 
   // A member running `frame` on `*bound` if given, else on the parent's executor.
@@ -67,21 +67,21 @@ class join_awaiter_base : public external_wait {
     } guard{frame};
     // Always cancellable (a sibling's failure or a win cancels it), so always serialised: on the
     // parent's executor as it is (hosted by the parent's segment) when that one is.
-    const auto& executor = bound ? *bound : parent_context_->executor();
-    const bool hosted = parent_context_->can_host() && (!bound || executor == parent_context_->executor());
+    const auto& executor = bound ? *bound : parent_segment_->executor();
+    const bool hosted = parent_segment_->can_host() && (!bound || executor == parent_segment_->executor());
     auto* member =
-        new join_member<T>(hosted ? parent_context_->hosted_placement() : place(executor, true), *join_, index);
+        new join_member<T>(hosted ? parent_segment_->hosted_placement() : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
     member->add_ref();  // the awaiter's, until it has taken the result
-    join_->add_child(*member, hosted, &member->gate() == &parent_context_->gate(), *parent_context_);
+    join_->add_child(*member, hosted, &member->gate() == &parent_segment_->gate(), *parent_segment_);
     return member;
   }
 
   // Once every member exists: lets the parent's cancellation reach them and registers the wait.
   void begin_start() {
-    forward_ = parent_context_->op_slot().is_connected();
-    if (forward_) parent_context_->slot().template emplace<forward_join_cancellation>(join_, parent_context_);
-    parent_context_->set_external_wait(this);
+    forward_ = parent_segment_->op_slot().is_connected();
+    if (forward_) parent_segment_->slot().template emplace<forward_join_cancellation>(join_, parent_segment_);
+    parent_segment_->set_external_wait(this);
   }
 
   // Starts a member: on the spot when it runs on the parent's executor, else through its own.
@@ -108,9 +108,9 @@ class join_awaiter_base : public external_wait {
 
   // After the resumption (or instead of suspending).
   void finish_waiting() noexcept {
-    parent_context_->set_external_wait(nullptr);
+    parent_segment_->set_external_wait(nullptr);
     if (forward_) {
-      parent_context_->slot().clear();
+      parent_segment_->slot().clear();
       forward_ = false;
     }
   }
@@ -138,7 +138,7 @@ class join_awaiter_base : public external_wait {
   }
 
   join_state* join_ = nullptr;
-  task_segment* parent_context_ = nullptr;
+  task_segment* parent_segment_ = nullptr;
   bool forward_ = false;
 };
 

@@ -37,9 +37,9 @@ class join_state : public ref_counted<join_state> {
   // Before any child starts: registers a child (holding an object reference to it). `hosted`: it
   // runs on the parent's executor, which runs one thing at a time, hosted by the parent's segment.
   // `local`: it runs on the parent's execution context (hosted or not).
-  void add_child(task_segment& child, bool hosted, bool local, task_segment& parent_context) {
+  void add_child(task_segment& child, bool hosted, bool local, task_segment& parent_segment) {
     children_.push_back({&child, hosted, local});
-    if (!local && !parent_gate_) parent_gate_ = parent_context.shared_gate();
+    if (!local && !parent_gate_) parent_gate_ = parent_segment.shared_gate();
     child.add_ref();
     // (Nothing else looks at the count before the children start: no read-modify-write needed.)
     if (local) local_pending_.store(local_pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -90,9 +90,9 @@ class join_state : public ref_counted<join_state> {
     for (std::size_t i = 0; i < children_.size(); ++i) {
       if (i == except) continue;
       if (on_parent_executor && children_[i].hosted) {
-        children_[i].context->cancel_here(type, cause);
+        children_[i].segment->cancel_here(type, cause);
       } else {
-        children_[i].context->cancel(type, cause);
+        children_[i].segment->cancel(type, cause);
       }
     }
   }
@@ -101,7 +101,7 @@ class join_state : public ref_counted<join_state> {
   // linked to the context's gate, so they are abandoned from here.
   void abandon_hosted_children() noexcept {
     for (auto& child : children_) {
-      if (child.hosted) child.context->abandon_hosted();
+      if (child.hosted) child.segment->abandon_hosted();
     }
   }
 
@@ -132,7 +132,7 @@ class join_state : public ref_counted<join_state> {
  private:
   friend class ref_counted<join_state>;
   ~join_state() {
-    for (auto& child : children_) child.context->release();
+    for (auto& child : children_) child.segment->release();
   }
   void destroy_self() noexcept { delete this; }
 
@@ -170,7 +170,7 @@ class join_state : public ref_counted<join_state> {
   wait_link link_;
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
-    task_segment* context;
+    task_segment* segment;
     bool hosted;
     bool local;
   };

@@ -103,15 +103,15 @@ struct ready_value<void> {
 // What `co_await asio::this_coro::cancellation_state` gives in a task: whether it is cancelled.
 class task_cancellation_state {
  public:
-  explicit task_cancellation_state(const task_segment* context) noexcept : context_(context) {}
+  explicit task_cancellation_state(const task_segment* segment) noexcept : segment_(segment) {}
   // asio::cancellation_type::terminal once the task is cancelled (coral does not tell the types
   // apart after the fact), else none.
   asio::cancellation_type cancelled() const noexcept {
-    return context_->cancelled() ? asio::cancellation_type::terminal : asio::cancellation_type::none;
+    return segment_->cancelled() ? asio::cancellation_type::terminal : asio::cancellation_type::none;
   }
 
  private:
-  const task_segment* context_;
+  const task_segment* segment_;
 };
 
 class promise_base {
@@ -152,17 +152,17 @@ class promise_base {
   template <class A>
   decltype(auto) await_transform(A&& awaitable);
 
-  task_segment& segment() const noexcept { return *context_; }
+  task_segment& segment() const noexcept { return *segment_; }
   // Who resumes when this coroutine hands control back (set by run_inline).
   std::coroutine_handle<> continuation() const noexcept { return continuation_; }
 
   // Wiring, set by whoever starts the coroutine.
-  void run_inline(task_segment& context, std::coroutine_handle<> continuation) noexcept {
-    context_ = &context;
+  void run_inline(task_segment& segment, std::coroutine_handle<> continuation) noexcept {
+    segment_ = &segment;
     continuation_ = continuation;
   }
   void run_as_root(task_segment& root) noexcept {
-    context_ = &root;
+    segment_ = &root;
     root_ = &root;
   }
 
@@ -173,7 +173,7 @@ class promise_base {
   auto this_coro_cancellation(const D& request) {
     namespace this_coro = asio::this_coro;
     if constexpr (std::is_same_v<D, this_coro::cancellation_state_t>) {
-      return ready_value<task_cancellation_state>{task_cancellation_state(context_)};
+      return ready_value<task_cancellation_state>{task_cancellation_state(segment_)};
     } else if constexpr (std::is_same_v<D, this_coro::throw_if_cancelled_0_t>) {
       return ready_value<bool>{true};
     } else if constexpr (std::is_same_v<D, this_coro::throw_if_cancelled_1_t>) {
@@ -198,7 +198,7 @@ class promise_base {
     asio::any_io_executor await_resume() const { return executor; }
   };
 
-  task_segment* context_ = nullptr;
+  task_segment* segment_ = nullptr;
   std::coroutine_handle<> continuation_;
   // Set on the outermost coroutine of a segment (a spawned task, a child on another executor).
   task_segment* root_ = nullptr;

@@ -37,13 +37,13 @@ class suspended_task {
   // As suspend(), without the cancellation check (a wait the task's cancellation does not reach).
   template <class Promise>
   void keep(std::coroutine_handle<Promise> coroutine) {
-    task_segment& context = coroutine.promise().segment();
-    context_ = &context;
+    task_segment& segment = coroutine.promise().segment();
+    segment_ = &segment;
     coroutine_ = coroutine;
-    keep_ = keep_alive(&context);
+    keep_ = keep_alive(&segment);
   }
 
-  task_segment& segment() const noexcept { return *context_; }
+  task_segment& segment() const noexcept { return *segment_; }
 
   void resume_here() {
     auto keep = std::move(keep_);
@@ -51,27 +51,30 @@ class suspended_task {
   }
 
   // On the task's executor: at the back of its queue.
-  void resume_soon() { asio::post(context_->executor(), resume_handler{coroutine_, std::move(keep_)}); }
+  void resume_soon() { asio::post(segment_->executor(), resume_handler{coroutine_, std::move(keep_)}); }
+
+  // On the task's executor, from one of its handlers: once that handler has returned.
+  void resume_after_this_handler() { asio::defer(segment_->executor(), resume_handler{coroutine_, std::move(keep_)}); }
 
   // Nothing touches this object once the task is posted (it may be gone).
   void resume_later() {
-    task_segment* context = context_;
-    context->gate().post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
+    task_segment* segment = segment_;
+    segment->gate().post(segment->executor(), resume_handler{coroutine_, std::move(keep_)});
   }
   // As resume_later(), for a caller holding a pass on the task's gate (see
   // queued_waiter::claim_for_wake): the context exists until the pass is left, also if its
   // shutdown has begun meanwhile (then the resumption is destroyed with the context's queue, on
   // the thread destroying it), so the post does not ask the gate again.
   void resume_later_within_pass() {
-    task_segment* context = context_;
-    asio::post(context->executor(), resume_handler{coroutine_, std::move(keep_)});
+    task_segment* segment = segment_;
+    asio::post(segment->executor(), resume_handler{coroutine_, std::move(keep_)});
   }
 
   // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
   // same execution context can be running on the task's executor; comparing gates first means
   // the executor of a context that may be shutting down is never read.
   void resume_from(task_segment* waker, bool within_pass = false) {
-    if (waker && &waker->gate() == &context_->gate() && waker->executor() == context_->executor()) {
+    if (waker && &waker->gate() == &segment_->gate() && waker->executor() == segment_->executor()) {
       resume_nested();
     } else if (within_pass) {
       resume_later_within_pass();
@@ -101,7 +104,7 @@ class suspended_task {
   void let_go() noexcept { keep_.reset(); }
 
  private:
-  task_segment* context_ = nullptr;
+  task_segment* segment_ = nullptr;
   std::coroutine_handle<> coroutine_;
   keep_alive keep_;
 };
@@ -133,8 +136,14 @@ class resuming_handler {
     // object the coroutine is about to destroy).
     task_.segment().slot().clear();
     results_->emplace(std::forward<A>(args)...);
-    inline_resumes_left = inline_resumes_per_turn;  // the executor's turn
-    task_.resume_here();
+    if constexpr ((std::is_trivially_destructible_v<std::decay_t<A>> && ...)) {
+      inline_resumes_left = inline_resumes_per_turn;  // the executor's turn
+      task_.resume_here();
+    } else {
+      // The operation destroys what it passed (a moved-from value, a tuple) when this call
+      // returns: resumed inside it, the task could end, and its job report done, before that.
+      task_.resume_after_this_handler();
+    }
   }
 
  private:

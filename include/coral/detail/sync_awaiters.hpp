@@ -1,6 +1,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -25,7 +26,7 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   // Movable only before it is awaited (when_all and the like take awaitables by value).
   permit_awaiter(permit_awaiter&& other) noexcept : task_waiter(std::move(other)), what_(other.what_) {}
   ~permit_awaiter() {
-    if (attempted_ && !this->error) state_->release(1, nullptr);
+    if (attempted_ && !this->error) state_->give_back(1, nullptr);
   }
 
   template <class Promise>
@@ -71,6 +72,51 @@ class lock_awaiter : public permit_awaiter {
 
  private:
   Mutex* mutex_;
+};
+
+// What async_mutex and semaphore are made of: the state of their permits (a mutex is a semaphore of
+// one permit). Their waiting tasks fail with operation_aborted when they go. Public, so that a
+// guard's deleter can reach it from the owner; every member is for the derived class.
+class permit_owner {
+ public:
+  permit_owner(const permit_owner&) = delete;
+  permit_owner& operator=(const permit_owner&) = delete;
+
+ protected:
+  explicit permit_owner(std::size_t permits) : state_(std::make_shared<permit_state>(permits)) {}
+  ~permit_owner() { state_->abort_all(); }
+
+  template <class Guard, class Owner>
+  lock_awaiter<Guard, Owner> wait_for_permit(Owner& owner, const char* what) {
+    return {state_, owner, what};
+  }
+  bool try_take() { return state_->try_acquire(); }
+  void give_back(std::size_t n) { state_->give_back(n, nullptr); }
+  std::size_t available() const { return state_->available(); }
+
+ private:
+  template <class Owner>
+  friend class permit_guard;
+  std::shared_ptr<permit_state> state_;
+};
+
+// What async_mutex_lock and semaphore_permit are made of: owning one permit of an Owner (a
+// permit_owner), given back when the guard goes. Move-only; a moved-from guard owns nothing.
+template <class Owner>
+class permit_guard {
+ protected:
+  explicit permit_guard(Owner& owner) noexcept : owner_(&owner) {}
+
+  Owner* owner() const noexcept { return owner_.get(); }
+  void give_back_now() noexcept { owner_.reset(); }
+  // The permit stays taken; whoever it is handed to gives it back by hand.
+  void keep_taken() noexcept { static_cast<void>(owner_.release()); }
+
+ private:
+  struct giver {
+    void operator()(Owner* owner) const noexcept { static_cast<permit_owner*>(owner)->give_back(1); }
+  };
+  std::unique_ptr<Owner, giver> owner_;
 };
 
 // co_await event.wait() by a coral task.

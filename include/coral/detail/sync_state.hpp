@@ -10,7 +10,7 @@ namespace coral::detail {
 
 // What the shared state of every synchronisation primitive (async_mutex, semaphore, event) has:
 // a lock and one FIFO of waiting tasks. The lock is held only to change the state and relink
-// waiters; waking them happens after it is released.
+// waiters; waking them happens after it is unlocked.
 //
 // A waiter that is a branch of a race (when_any, with_timeout) is granted a permit, or told that
 // its event is set, only if that claims its race; one whose race another branch won is unlinked
@@ -68,7 +68,7 @@ class permit_state : public sync_state {
  public:
   explicit permit_state(std::size_t permits) noexcept : permits_(permits) {}
 
-  // Takes a permit at once (true) or queues `w` (false) until release() hands it one. True with
+  // Takes a permit at once (true) or queues `w` (false) until give_back() hands it one. True with
   // w.error set to operation_aborted: `w`'s race was already won by another branch.
   bool acquire(queued_waiter& w) {
     std::lock_guard lock(mutex_);
@@ -94,7 +94,7 @@ class permit_state : public sync_state {
   // Hands `n` permits to the first `n` waiters that may take them (each is unlinked, so its
   // cancellation can no longer win), the rest to the count; then wakes those waiters, in order,
   // with no lock held.
-  void release(std::size_t n, task_segment* waker) {
+  void give_back(std::size_t n, task_segment* waker) {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
@@ -110,7 +110,7 @@ class permit_state : public sync_state {
   }
 
  private:
-  // Permits nobody holds. Invariant: if it is above zero, no task waits (a released permit goes to
+  // Permits nobody holds. Invariant: if it is above zero, no task waits (a permit given back goes to
   // a waiter first), so try_acquire() never overtakes a waiter; but those whose context is
   // shutting down, which the shutdown takes out.
   std::size_t permits_;

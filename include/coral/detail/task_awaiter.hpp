@@ -40,9 +40,9 @@ class task_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    task_segment& context = parent.promise().segment();
-    context.throw_if_cancelled();
-    child_.promise().run_inline(context, parent);
+    task_segment& segment = parent.promise().segment();
+    segment.throw_if_cancelled();
+    child_.promise().run_inline(segment, parent);
     child_.promise().set_result_storage(result_);
     if (!start_inline(child_)) return true;
     child_ = nullptr;  // it completed, and its frame is gone

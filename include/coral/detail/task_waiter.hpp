@@ -120,15 +120,15 @@ class task_waiter : public Waiter, public external_wait {
   template <class Promise, class Operation>
   bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
     task_.suspend(coroutine);
-    task_segment& context = task_.segment();
-    this->gate = &context.gate();
-    if (auto slot = context.op_slot(); slot.is_connected()) {
+    task_segment& segment = task_.segment();
+    this->gate = &segment.gate();
+    if (auto slot = segment.op_slot(); slot.is_connected()) {
       slot.template emplace<wait_cancellation<State, Waiter>>(state_, this);
     }
-    context.set_external_wait(this);
+    segment.set_external_wait(this);
     bool done;
     try {
-      done = operation(*state_, &context);
+      done = operation(*state_, &segment);
     } catch (...) {
       finish_waiting();
       throw;
@@ -164,9 +164,9 @@ class task_waiter : public Waiter, public external_wait {
 
   // On the task's executor, once the operation is complete.
   void finish_waiting() noexcept {
-    task_segment& context = task_.segment();
-    context.set_external_wait(nullptr);
-    context.slot().clear();
+    task_segment& segment = task_.segment();
+    segment.set_external_wait(nullptr);
+    segment.slot().clear();
     task_.let_go();
   }
 

@@ -8,17 +8,17 @@ namespace coral::detail {
 
 struct yield_awaiter {
   using coral_awaitable = void;
-  task_segment* context = nullptr;
+  task_segment* segment = nullptr;
 
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> coroutine) {
     suspended_task task;
     task.suspend(coroutine);
-    context = &task.segment();
+    segment = &task.segment();
     task.resume_soon();
   }
-  void await_resume() const { context->throw_if_cancelled(); }
+  void await_resume() const { segment->throw_if_cancelled(); }
 };
 
 }  // namespace coral::detail

@@ -110,12 +110,13 @@ class channel_async_op final : public Waiter, public gate_member {
   void abandon() noexcept override {
     work_.reset();
     if (state_->cancel(*this)) return release();
-    vote();
+    let_go();
   }
-  // A waker found the gate closed, or a posted completion was destroyed unrun.
-  void let_go() noexcept { vote(); }
-  void vote() noexcept {
-    if (votes_.fetch_add(1, std::memory_order_acq_rel) == 1) release();
+  // A taken operation has two holders that may each find it cannot complete it: the waker (it
+  // found the gate closed, or its posted completion was destroyed unrun) and the shutdown. The
+  // second to let go releases it.
+  void let_go() noexcept {
+    if (holders_gone_.fetch_add(1, std::memory_order_acq_rel) == 1) release();
   }
 
   void destroy_self() noexcept override {
@@ -157,7 +158,7 @@ class channel_async_op final : public Waiter, public gate_member {
   std::shared_ptr<context_gate> gate_;
   storage_type storage_;
   asio::cancellation_slot slot_;
-  std::atomic<int> votes_{0};
+  std::atomic<int> holders_gone_{0};
 };
 
 }  // namespace coral::detail

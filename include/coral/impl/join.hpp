@@ -63,14 +63,14 @@ concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::
 // `co_await current_segment{}`: the segment of the awaiting task, without suspending.
 struct current_segment {
   using coral_awaitable = void;
-  task_segment* context = nullptr;
+  task_segment* segment = nullptr;
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) noexcept {
-    context = &coroutine.promise().segment();
+    segment = &coroutine.promise().segment();
     return false;
   }
-  task_segment& await_resume() const noexcept { return *context; }
+  task_segment& await_resume() const noexcept { return *segment; }
 };
 
 template <class R, class A>

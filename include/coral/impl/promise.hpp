@@ -25,7 +25,7 @@ decltype(auto) promise_base::await_transform(A&& awaitable) {
   } else if constexpr (is_duration_v<D>) {
     return sleep_awaiter::after(awaitable);
   } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
-    return executor_awaiter{context_->executor()};
+    return executor_awaiter{segment_->executor()};
   } else if constexpr (is_this_coro_cancellation_v<D>) {
     return this_coro_cancellation(awaitable);
   } else if constexpr (requires { typename D::coral_awaitable; }) {
@@ -38,9 +38,9 @@ decltype(auto) promise_base::await_transform(A&& awaitable) {
                   "coral: an asio::awaitable awaited in a task must use asio::any_io_executor (the task's executor "
                   "type); else co_await asio::co_spawn(its_executor, std::move(a), coral::use_task)");
     if constexpr (std::is_same_v<typename D::executor_type, asio::any_io_executor>) {
-      return asio_awaitable_awaiter<typename D::value_type>(std::move(awaitable), *context_);
+      return asio_awaitable_awaiter<typename D::value_type>(std::move(awaitable), *segment_);
     } else {
-      return asio::co_spawn(context_->executor(), std::move(awaitable), use_task);
+      return asio::co_spawn(segment_->executor(), std::move(awaitable), use_task);
     }
   } else if constexpr (asio::is_deferred<D>::value) {
     // `co_await timer.async_wait(asio::deferred)`, or a composed deferred operation.

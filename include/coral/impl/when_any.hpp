@@ -113,9 +113,9 @@ class select_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
-    task_segment& context = parent.promise().segment();
-    context.throw_if_cancelled();
-    if (poll(context, std::index_sequence_for<A...>{})) return false;
+    task_segment& segment = parent.promise().segment();
+    segment.throw_if_cancelled();
+    if (poll(segment, std::index_sequence_for<A...>{})) return false;
     start_join(std::index_sequence_for<A...>{});
     return join_->await_suspend(parent);
   }
@@ -147,11 +147,11 @@ class select_awaiter {
   }();
 
   template <std::size_t... I>
-  bool poll(task_segment& context, std::index_sequence<I...>) {
+  bool poll(task_segment& segment, std::index_sequence<I...>) {
     auto order = pollable_positions;  // shuffled (Fisher-Yates)
     for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[select_random_below(k)]);
     for (const std::size_t i : order) {
-      if (((I == i && poll_one<I>(context)) || ...)) {
+      if (((I == i && poll_one<I>(segment)) || ...)) {
         polled_ = i;
         return true;
       }
@@ -160,9 +160,9 @@ class select_awaiter {
   }
 
   template <std::size_t I>
-  bool poll_one(task_segment& context) {
+  bool poll_one(task_segment& segment) {
     if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
-      return std::get<I>(arguments_).poll(context);
+      return std::get<I>(arguments_).poll(segment);
     } else {
       return false;
     }

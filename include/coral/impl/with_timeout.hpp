@@ -132,7 +132,7 @@ task<T> run_timed(Task operation, Limit limit) {
     const cancel_cause mine = deadline_cause(deadline);
     const cancel_cause inside = timed_out_inside ? inner_timeout_cause(timed.result().exception()) : mine;
     const cancel_cause around = cancelled ? self.cause() : mine;
-    if (inside < mine && inside <= around) timed.result().hand_over();
+    if (inside < mine && inside <= around) static_cast<void>(timed.result().hand_over());  // rethrows it
     if (around < mine) task_segment::throw_cancelled();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit, deadline);
