@@ -318,3 +318,73 @@ BOOST_AUTO_TEST_CASE(a_finished_job_leaves_nothing_running_so_its_event_loop_can
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(io_pool)
+
+BOOST_AUTO_TEST_CASE(each_context_runs_on_a_thread_of_its_own_and_get_executor_takes_them_in_turn) {
+  coral::io_pool pool(3);
+  BOOST_TEST(pool.size() == 3u);
+  std::set<std::thread::id> threads;
+  for (std::size_t i = 0; i < 6; ++i) {
+    auto ex = pool.get_executor();
+    BOOST_TEST(&ex.context() == &pool.context(i % 3));
+    auto j = coral::spawn(ex, [ex]() -> coral::task<std::thread::id> {
+      co_await 1ms;
+      BOOST_TEST(ex.running_in_this_thread());
+      co_return std::this_thread::get_id();
+    });
+    const auto id = get_within(j);
+    BOOST_TEST((id == pool.thread_id(i % 3)));
+    threads.insert(id);
+  }
+  BOOST_TEST(threads.size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(join_on_one_of_its_threads_throws_instead_of_waiting_forever) {
+  coral::io_pool pool(2);
+  auto j = coral::spawn(pool.get_executor(), [&]() -> coral::task<bool> {
+    try {
+      pool.join();
+    } catch (const std::logic_error&) {
+      co_return true;
+    }
+    co_return false;
+  });
+  BOOST_TEST(get_within(j));
+}
+
+BOOST_AUTO_TEST_CASE(destroying_it_frees_tasks_waiting_on_channels_fed_from_its_other_contexts) {
+  // Senders and receivers on different contexts of the pool trade values until the pool is
+  // destroyed at a random moment: every job ends, every value and frame is freed.
+  std::mt19937 rng(11);
+  for (int round = 0; round < 100; ++round) {
+    std::vector<coral::job<int>> jobs;
+    {
+      coral::io_pool pool(3);
+      auto ch = std::make_shared<coral::channel<lifetime>>(round % 3);
+      for (int k = 0; k < 6; ++k) {
+        jobs.push_back(coral::spawn(pool.get_executor(), [](auto ch, bool sender) -> coral::task<int> {
+          lifetime frame;
+          for (int n = 0;; ++n) {
+            if (sender) {
+              co_await ch->send(lifetime());
+            } else {
+              lifetime got = co_await ch->receive();
+            }
+            if (n == 1'000'000) co_return n;
+          }
+        }(ch, k % 2 == 0)));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));  // a random moment, not a wait
+    }
+    for (auto& j : jobs) {
+      BOOST_TEST_CONTEXT("round " << round) {
+        BOOST_TEST_REQUIRE(j.wait_for(patience));
+        BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+      }
+    }
+    BOOST_TEST_REQUIRE(lifetime::alive == 0, "round " << round);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

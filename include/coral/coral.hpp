@@ -11,6 +11,7 @@
 #include "coral/error.hpp"
 #include "coral/event.hpp"
 #include "coral/event_loop.hpp"
+#include "coral/io_pool.hpp"
 #include "coral/generator.hpp"
 #include "coral/inline_executor.hpp"
 #include "coral/job.hpp"
