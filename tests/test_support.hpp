@@ -20,6 +20,8 @@
 #include <tuple>
 #include <vector>
 
+#include "running_io_context.hpp"
+
 namespace coral_test {
 
 using namespace std::chrono_literals;
@@ -210,28 +212,6 @@ struct owned_event_loop {
 
 #define CORAL_TEST_OWNED_CONTEXTS
 using owned_contexts = std::tuple<owned_io_context, owned_event_loop>;
-
-// An io_context run by `threads` threads until the object goes away.
-class running_io_context {
- public:
-  explicit running_io_context(int threads) : work_(context_.get_executor()) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { context_.run(); });
-  }
-  // Stops rather than drains: a test waits for its jobs itself, and a hung task must not hang
-  // the destructor.
-  ~running_io_context() {
-    work_.reset();
-    context_.stop();
-    for (auto& t : threads_) t.join();
-  }
-  boost::asio::io_context::executor_type get_executor() { return context_.get_executor(); }
-  boost::asio::io_context& context() { return context_; }
-
- private:
-  boost::asio::io_context context_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::vector<std::thread> threads_;
-};
 
 // Where a test's tasks run: every executor kind the rules must hold on.
 struct on_event_loop {

@@ -43,6 +43,8 @@
 #include <variant>
 #include <vector>
 
+#include "../running_io_context.hpp"
+
 namespace coral_fuzz {
 
 namespace asio = boost::asio;
@@ -837,11 +839,7 @@ class place {
         break;
       case executor_kind::io_context_1_thread:
       case executor_kind::io_context_2_threads:
-        io_.emplace();
-        work_.emplace(io_->get_executor());
-        for (int i = 0; i < (kind == executor_kind::io_context_1_thread ? 1 : 2); ++i) {
-          threads_.emplace_back([this] { io_->run(); });
-        }
+        running_.emplace(kind == executor_kind::io_context_1_thread ? 1 : 2);
         break;
       case executor_kind::pool_strands:
         pool_.emplace(2);
@@ -854,7 +852,7 @@ class place {
 
   executor_kind kind() const noexcept { return kind_; }
   bool stepped() const noexcept { return kind_ == executor_kind::stepped; }
-  bool destroyable() const noexcept { return io_ || pool_; }
+  bool destroyable() const noexcept { return io_ || running_ || pool_; }
 
   asio::any_io_executor executor_for_task(std::size_t task) {
     if (second_ && task % 2 == 1) return second_->get_executor();
@@ -866,7 +864,7 @@ class place {
       case executor_kind::pool_exec:
         return coral::pool_executor{};
       default:
-        return io_->get_executor();
+        return running_ ? running_->get_executor() : io_->get_executor();
     }
   }
 
@@ -925,13 +923,8 @@ class place {
   // Destroys the execution context with whatever still waits on it.
   void destroy() {
     second_.reset();
-    if (io_) {
-      work_.reset();
-      io_->stop();
-      for (auto& t : threads_) t.join();
-      threads_.clear();
-      io_.reset();
-    }
+    io_.reset();
+    running_.reset();
     if (pool_) {
       pool_->stop();
       pool_->join();
@@ -941,10 +934,9 @@ class place {
 
  private:
   executor_kind kind_;
-  std::optional<asio::io_context> io_;
+  std::optional<asio::io_context> io_;  // stepped
   std::optional<asio::io_context> second_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
+  std::optional<coral_test::running_io_context> running_;  // the threaded io_context kinds
   std::optional<asio::thread_pool> pool_;
 };
 

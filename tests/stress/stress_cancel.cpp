@@ -273,9 +273,7 @@ class arena {
     switch (kind) {
       case 0:
       case 1:
-        io_ = std::make_unique<asio::io_context>(kind == 0 ? 1 : 2);
-        work_.emplace(io_->get_executor());
-        for (int i = 0; i <= kind; ++i) threads_.emplace_back([this] { io_->run(); });
+        io_.emplace(kind + 1, kind + 1);  // (one thread: the concurrency hint says so)
         executor_ = io_->get_executor();
         name_ = kind == 0 ? "io_context, 1 thread" : "io_context, 2 threads";
         break;
@@ -297,12 +295,7 @@ class arena {
 
   void destroy() {
     executor_ = {};
-    if (io_) {
-      io_->stop();
-      for (auto& t : threads_) t.join();
-      work_.reset();
-      io_.reset();
-    }
+    io_.reset();
     if (pool_) {
       pool_->stop();
       pool_->join();
@@ -312,9 +305,7 @@ class arena {
   }
 
  private:
-  std::unique_ptr<asio::io_context> io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
+  std::optional<running_io_context> io_;
   std::unique_ptr<asio::thread_pool> pool_;
   std::unique_ptr<coral::event_loop> loop_;
   asio::any_io_executor executor_;
