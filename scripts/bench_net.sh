@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Network benchmarks, side by side in one run: coral's examples/net servers against the same
-# servers written with asio::awaitable (bench/net), on 1 and 2 server threads.
+# servers written with asio::awaitable (bench/net), on 1 and 2 server threads (one io_context
+# run by 2 threads), and coral on an io_pool of 2 contexts (--io-pool 2) against the baselines on
+# 2 threads, and against Beast on 2 io_contexts of one thread each (--io-contexts 2).
 #   echo: 64 connections x 64-byte messages (bench/net/echo_load), round trips per second;
 #         memory per idle connection (10,000 connections, server RSS growth / connections)
-#   http: GET / with wrk -t2 -c64 (keep-alive): requests per second and p99 latency
+#   http: GET / with wrk -t2 -c64 (keep-alive): requests per second, p99 latency, and the
+#         server's CPU time per request (user + system, from /proc)
 # DURATION=10 (seconds per load run). Installs what is missing (wrk too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,28 +33,46 @@ p99_ms() {  # wrk's 99% latency in ms
   awk '$1 == "99%" { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } print v }'
 }
 
-for threads in 1 2; do
-  start $bin/examples/net/echo_server --threads $threads
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# http_run <server...>: sets rps, p99 and cpu (server CPU µs per request)
+http_run() {
+  start "$@"
+  local before
+  before=$(cpu_ticks "$pid")
+  wrk -t2 -c64 -d"${duration}s" --latency "http://127.0.0.1:$port/" >"$out.wrk"
+  local used=$(($(cpu_ticks "$pid") - before))
+  stop
+  rps=$(awk '/Requests\/sec/ { print $2 }' "$out.wrk")
+  p99=$(p99_ms <"$out.wrk")
+  cpu=$(awk -v t="$used" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v d="$duration" 'BEGIN { printf "%.2f", t / hz * 1e6 / (r * d) }')
+}
+# http_case <name> <coral args> <baseline args>
+http_case() {
+  http_run $bin/examples/net/http_server $2
+  local coral_rps=$rps coral_p99=$p99 coral_cpu=$cpu
+  http_run $bin/bench/beast_http_server $3
+  line "http_$1" "$coral_rps" "$rps" requests/s
+  line "http_p99_$1" "$coral_p99" "$p99" ms
+  line "http_cpu_$1" "$coral_cpu" "$cpu" us/request
+}
+# echo_case <name> <coral args> <baseline args>
+echo_case() {
+  start $bin/examples/net/echo_server $2
   coral=$($bin/bench/echo_load --port "$port" --connections 64 --size 64 --seconds "$duration" | sed 's/.*=//')
   stop
-  start $bin/bench/asio_echo_server --threads $threads
+  start $bin/bench/asio_echo_server $3
   asio=$($bin/bench/echo_load --port "$port" --connections 64 --size 64 --seconds "$duration" | sed 's/.*=//')
   stop
-  line "echo_${threads}_threads" "$coral" "$asio" round_trips/s
+  line "echo_$1" "$coral" "$asio" round_trips/s
+}
 
-  start $bin/examples/net/http_server --threads $threads
-  wrk -t2 -c64 -d"${duration}s" --latency "http://127.0.0.1:$port/" >"$out.wrk"
-  coral_rps=$(awk '/Requests\/sec/ { print $2 }' "$out.wrk")
-  coral_p99=$(p99_ms <"$out.wrk")
-  stop
-  start $bin/bench/beast_http_server --threads $threads
-  wrk -t2 -c64 -d"${duration}s" --latency "http://127.0.0.1:$port/" >"$out.wrk"
-  asio_rps=$(awk '/Requests\/sec/ { print $2 }' "$out.wrk")
-  asio_p99=$(p99_ms <"$out.wrk")
-  stop
-  line "http_${threads}_threads" "$coral_rps" "$asio_rps" requests/s
-  line "http_p99_${threads}_threads" "$coral_p99" "$asio_p99" ms
+for threads in 1 2; do
+  echo_case "${threads}_threads" "--threads $threads" "--threads $threads"
+  http_case "${threads}_threads" "--threads $threads" "--threads $threads"
 done
+echo_case io_pool_2 "--io-pool 2" "--threads 2"
+http_case io_pool_2 "--io-pool 2" "--threads 2"
+http_case io_pool_2_vs_io_contexts "--io-pool 2" "--io-contexts 2"
 
 start $bin/examples/net/echo_server
 coral=$($bin/bench/echo_load --port "$port" --idle 10000 --pid "$pid" | sed 's/^[^=]*=\([0-9.]*\).*/\1/')

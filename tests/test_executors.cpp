@@ -387,4 +387,61 @@ BOOST_AUTO_TEST_CASE(destroying_it_frees_tasks_waiting_on_channels_fed_from_its_
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_room_spread_over_its_contexts_ends_in_two_phases) {
+  // A chat room's shape: members on different contexts pass values around a ring of channels.
+  // Phase 1 sets `stopping` (a member waiting to receive ends); phase 2, at a random moment,
+  // cancels the members still in a send. The join returns once every member ended; each value
+  // sent was received or is still in a channel; nothing outlives the channels.
+  std::mt19937 rng(5);
+  for (int round = 0; round < 60; ++round) {
+    constexpr int members = 9;
+    std::vector<coral::channel<lifetime>> inboxes;
+    for (int k = 0; k < members; ++k) inboxes.emplace_back(static_cast<std::size_t>(round % 3));
+    std::atomic<long> sent{0}, received{0};
+    std::set<const asio::io_context*> contexts;
+    coral::event stopping;
+    auto member = [&](int k) -> coral::task<> {
+      lifetime frame;
+      for (;;) {
+        auto got = co_await coral::when_any(inboxes[static_cast<std::size_t>(k)].receive(), stopping.wait());
+        if (got.index() == 1) co_return;
+        ++received;
+        co_await inboxes[static_cast<std::size_t>((k + 1) % members)].send(lifetime());
+        ++sent;
+      }
+    };
+    {
+      coral::io_pool pool(3);
+      const auto delay = std::chrono::microseconds(rng() % 3000);
+      auto room = coral::spawn(pool.context(0), [&]() -> coral::task<> {
+        coral::task_group group(co_await coral::this_task::executor);
+        for (int k = 0; k < members; ++k) {
+          auto ex = pool.get_executor();
+          contexts.insert(&ex.context());
+          group.spawn(ex, member(k));
+        }
+        for (int k = 0; k < members; k += 2) {
+          co_await inboxes[static_cast<std::size_t>(k)].send(lifetime());
+          ++sent;
+        }
+        co_await coral::sleep_for(delay);
+        stopping.set();
+        co_await coral::sleep_for(delay);
+        group.cancel();
+        co_await group.join();
+      });
+      BOOST_TEST_CONTEXT("round " << round) {
+        BOOST_TEST_REQUIRE(room.wait_for(patience));
+        BOOST_TEST(!failure_of(room));
+      }
+    }
+    BOOST_TEST(contexts.size() == 3u);
+    long queued = 0;
+    for (auto& inbox : inboxes) queued += static_cast<long>(inbox.size());
+    BOOST_TEST(sent.load() == received.load() + queued, "round " << round);
+    inboxes.clear();
+    BOOST_TEST_REQUIRE(lifetime::alive == 0, "round " << round);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,12 +1,15 @@
 // The baseline of the HTTP benchmark: a Beast server with asio::awaitable, as Beast's coroutine
 // examples write one: beast::tcp_stream with its own time-outs, a fresh parser with the same
 // limits per request, keep-alive, a strand per connection; GET / answers what
-// examples/net/http_server answers.
-//   beast_http_server [--port 55555] [--threads 1]
+// examples/net/http_server answers. With --io-contexts N, the other arrangement Asio servers
+// use: N io_contexts each run by one thread, the acceptor handing each connection to the next
+// (accepting onto its executor), no strands.
+//   beast_http_server [--port 55555] [--threads 1 | --io-contexts N]
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdio>
+#include <memory>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -57,14 +60,46 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor) {
   }
 }
 
+asio::awaitable<void> listen_for(tcp::acceptor& acceptor, std::vector<std::unique_ptr<asio::io_context>>& contexts) {
+  for (std::size_t next = 0;; ++next) {
+    auto& context = *contexts[next % contexts.size()];
+    tcp::socket socket = co_await acceptor.async_accept(context, asio::use_awaitable);
+    asio::co_spawn(context, session(beast::tcp_stream(std::move(socket))), asio::detached);
+  }
+}
+
+// N io_contexts, one thread each; the first one accepts.
+int run_io_contexts(unsigned short port, int n) {
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  for (int i = 0; i < n; ++i) contexts.push_back(std::make_unique<asio::io_context>(1));
+  auto& first = *contexts.front();
+  tcp::acceptor acceptor(first, {tcp::v4(), port});
+  std::printf("listening on %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+  std::fflush(stdout);
+  asio::signal_set signals(first, SIGINT, SIGTERM);
+  signals.async_wait([&](auto, auto) {
+    for (auto& c : contexts) c->stop();
+  });
+  asio::co_spawn(first, listen_for(acceptor, contexts), asio::detached);
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  for (auto& c : contexts) work.push_back(asio::make_work_guard(*c));
+  std::vector<std::jthread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back([&c = *contexts[static_cast<std::size_t>(i)]] { c.run(); });
+  first.run();
+  return 0;
+}
+
 int main(int argc, char* argv[]) {
   unsigned short port = 55555;
   int threads = 1;
+  int io_contexts = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view name = argv[i];
     if (name == "--port") port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
     if (name == "--threads") threads = std::atoi(argv[i + 1]);
+    if (name == "--io-contexts") io_contexts = std::atoi(argv[i + 1]);
   }
+  if (io_contexts > 0) return run_io_contexts(port, io_contexts);
   asio::io_context io(threads);
   tcp::acceptor acceptor(io, {tcp::v4(), port});
   std::printf("listening on %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));

@@ -1,5 +1,5 @@
 // Line-based chat: every line a client sends goes to every client in the room, the sender too.
-//   chat_server [--port 55555] [--threads 1] [--grace-ms 5000] [--backlog-bytes 1048576]
+//   chat_server [--port 55555] [--threads 1 | --io-pool N] [--grace-ms 5000] [--backlog-bytes 1048576]
 //               [--write-timeout-ms 10000]
 // Try it: `nc localhost 55555` in two terminals. The connection, the room and their policies are
 // in chat_session.hpp.
@@ -32,11 +32,9 @@ int main(int argc, char* argv[]) {
     }
   }
   const options o = parse_options(static_cast<int>(common.size()), common.data(),
-                                  "[--port N] [--threads N] [--grace-ms N] [--backlog-bytes N] [--write-timeout-ms N]");
+                                  "[--port N] [--threads N | --io-pool N [--reuse-port 1]] [--grace-ms N] "
+                                  "[--backlog-bytes N] [--write-timeout-ms N]");
   coral::event stopping;
   room r;
-  return run(o, [&](tcp::acceptor& acceptor, asio::signal_set& signals) {
-    return serve(acceptor, signals, o, stopping,
-                 [&](tcp::socket socket) { return session(std::move(socket), r, stopping, chat); });
-  });
+  return run(o, stopping, [&](tcp::socket socket) { return session(std::move(socket), r, stopping, chat); });
 }

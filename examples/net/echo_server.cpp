@@ -1,5 +1,5 @@
 // TCP echo server: one coral task per connection (echo_session.hpp).
-//   echo_server [--port 55555] [--threads 1] [--idle-timeout-ms 30000] [--grace-ms 5000]
+//   echo_server [--port 55555] [--threads 1 | --io-pool N] [--idle-timeout-ms 30000] [--grace-ms 5000]
 // Try it: `nc localhost 55555`. A connection idle for the timeout is closed; SIGINT / SIGTERM shut
 // the server down gracefully (server.hpp).
 #include "echo_session.hpp"
@@ -8,10 +8,8 @@ using namespace net_demo;
 using namespace net_demo::echo_demo;
 
 int main(int argc, char* argv[]) {
-  const options o = parse_options(argc, argv, "[--port N] [--threads N] [--idle-timeout-ms N] [--grace-ms N]");
+  const options o = parse_options(
+      argc, argv, "[--port N] [--threads N | --io-pool N [--reuse-port 1]] [--idle-timeout-ms N] [--grace-ms N]");
   coral::event stopping;
-  return run(o, [&](tcp::acceptor& acceptor, asio::signal_set& signals) {
-    return serve(acceptor, signals, o, stopping,
-                 [&](tcp::socket socket) { return echo(std::move(socket), o, stopping); });
-  });
+  return run(o, stopping, [&](tcp::socket socket) { return echo(std::move(socket), o, stopping); });
 }

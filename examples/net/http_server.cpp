@@ -1,5 +1,5 @@
 // HTTP/1.1 server: the connection's code and its policies are in http_session.hpp.
-//   http_server [--port 55555] [--threads 1] [--idle-timeout-ms 30000] [--grace-ms 5000]
+//   http_server [--port 55555] [--threads 1 | --io-pool N] [--idle-timeout-ms 30000] [--grace-ms 5000]
 //               [--request-timeout-ms 10000]
 // Try it: curl localhost:55555/  /sleep?ms=500  /stream?n=5  /stats  -d hi localhost:55555/echo
 #include <string_view>
@@ -27,10 +27,8 @@ int main(int argc, char* argv[]) {
   }
   server_context server;
   server.o = parse_options(static_cast<int>(common.size()), common.data(),
-                           "[--port N] [--threads N] [--idle-timeout-ms N] [--grace-ms N] [--request-timeout-ms N]");
+                           "[--port N] [--threads N | --io-pool N [--reuse-port 1]] [--idle-timeout-ms N] [--grace-ms "
+                           "N] [--request-timeout-ms N]");
   server.request_timeout = request_timeout;
-  return run(server.o, [&](tcp::acceptor& acceptor, asio::signal_set& signals) {
-    return serve(acceptor, signals, server.o, server.stopping,
-                 [&](tcp::socket socket) { return session(std::move(socket), server); });
-  });
+  return run(server.o, server.stopping, [&](tcp::socket socket) { return session(std::move(socket), server); });
 }

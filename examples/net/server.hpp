@@ -7,10 +7,16 @@
 //   2. after the grace period, the sessions still running are cancelled (their waits throw
 //      operation_aborted, wherever they are);
 // then every task has ended and the program exits with status 0.
-// Each connection's task runs on a strand of its own: coral gives every task spawned on a
-// multi-threaded io_context one, so a session's code never runs on two threads at once.
+// Two ways to use more than one thread:
+//   --threads N: one io_context run by N threads. Each connection's task runs on a strand of its
+//     own (coral gives every task spawned on a multi-threaded io_context one), so a session's code
+//     never runs on two threads at once, but any thread may run it.
+//   --io-pool N: a coral::io_pool, N io_contexts each run by one thread. The acceptor hands each
+//     connection to the next context, where its session lives until it ends: no strands, and no
+//     thread wakes another on a connection's way (docs/net-echo-server.md has the numbers).
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
@@ -36,11 +42,14 @@ using namespace std::chrono_literals;
 struct options {
   unsigned short port = 55555;
   unsigned threads = 1;
+  unsigned io_pool = 0;     // 0: one io_context (run by `threads` threads)
+  bool reuse_port = false;  // with io_pool: an acceptor per context on the port (SO_REUSEPORT)
   std::chrono::milliseconds idle_timeout = 30s;
   std::chrono::milliseconds grace = 5s;
 };
 
-// --port N (0: any free port, printed), --threads N, --idle-timeout-ms N, --grace-ms N.
+// --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1],
+// --idle-timeout-ms N, --grace-ms N.
 inline options parse_options(int argc, char* argv[], const char* usage) {
   options o;
   auto fail = [&](const std::string& why) {
@@ -57,6 +66,10 @@ inline options parse_options(int argc, char* argv[], const char* usage) {
       o.port = static_cast<unsigned short>(value);
     } else if (name == "--threads" && value >= 1 && value <= 256) {
       o.threads = static_cast<unsigned>(value);
+    } else if (name == "--io-pool" && value >= 1 && value <= 256) {
+      o.io_pool = static_cast<unsigned>(value);
+    } else if (name == "--reuse-port" && value <= 1) {
+      o.reuse_port = value == 1;
     } else if (name == "--idle-timeout-ms") {
       o.idle_timeout = std::chrono::milliseconds(value);
     } else if (name == "--grace-ms") {
@@ -65,6 +78,8 @@ inline options parse_options(int argc, char* argv[], const char* usage) {
       fail("bad option: " + std::string(name) + " " + argv[i]);
     }
   }
+  if (o.io_pool > 0 && o.threads > 1) fail("--threads and --io-pool are two ways to run threads: give one");
+  if (o.reuse_port && o.io_pool == 0) fail("--reuse-port is for --io-pool");
   return o;
 }
 
@@ -121,18 +136,25 @@ inline bool out_of_resources(const boost::system::error_code& e) {
          e == errc::not_enough_memory;
 }
 
+// Where a server listens, and what stops it.
+struct listener {
+  std::vector<tcp::acceptor> acceptors;  // one, or one per context of the pool (--reuse-port)
+  asio::signal_set signals;              // set up before the port is announced
+  // Where the session of a connection that `acceptor` accepts lives.
+  std::function<asio::any_io_executor(tcp::acceptor&)> session_executor;
+};
+
 // The server's life: accepts, with `session(socket)` returning each connection's task (spawned
-// into the session group), until a signal (`signals`, set up before the port is announced);
-// then the two phases above.
+// into the session group, on the socket's executor), until a signal; then the two phases above.
 template <class Session>
-coral::task<> serve(tcp::acceptor& acceptor, asio::signal_set& signals, const options& o, coral::event& stopping,
-                    Session session) {
+coral::task<> serve(listener& l, const options& o, coral::event& stopping, Session session) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
-  auto accept_loop = [&]() -> coral::task<> {
+  auto accept_loop = [&](tcp::acceptor& acceptor) -> coral::task<> {
     long failed = 0;  // accepts that failed for want of resources, since the last that did not
     for (;;) {
-      auto [error, socket] = co_await acceptor.async_accept(asio::as_tuple(coral::use_task));
+      auto [error, socket] =
+          co_await acceptor.async_accept(l.session_executor(acceptor), asio::as_tuple(coral::use_task));
       if (error == asio::error::operation_aborted) throw boost::system::system_error(error);
       // Out of descriptors, the pending connection stays in the backlog and the next accept fails
       // at once: wait for sessions to end instead of spinning. Said once per burst.
@@ -148,15 +170,22 @@ coral::task<> serve(tcp::acceptor& acceptor, asio::signal_set& signals, const op
         failed = 0;
       }
       if (error) continue;  // (a connection reset before it was accepted)
-      sessions.spawn([&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
+      auto where = socket.get_executor();
+      sessions.spawn(where, [&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
     }
   };
-  auto signal = [&]() -> coral::task<int> { co_return co_await signals.async_wait(coral::use_task); };
-  const auto got = co_await coral::when_any(accept_loop(), signal());
+  // Each acceptor's loop on the acceptor's own context.
+  auto accepting = [&]() -> coral::task<> {
+    coral::task_group loops(executor);
+    for (auto& acceptor : l.acceptors) loops.spawn(acceptor.get_executor(), accept_loop(acceptor));
+    co_await loops.join();
+  };
+  auto signal = [&]() -> coral::task<int> { co_return co_await l.signals.async_wait(coral::use_task); };
+  const auto got = co_await coral::when_any(accepting(), signal());
   std::printf("signal %d: shutting down, %zu sessions\n", std::get<1>(got), sessions.size());
   std::fflush(stdout);
 
-  acceptor.close();
+  for (auto& acceptor : l.acceptors) acceptor.close();
   stopping.set();
   // Phase 2 is with_timeout's: when the grace period is over, it cancels the join, which cancels
   // the sessions, and waits for them.
@@ -175,29 +204,73 @@ coral::task<> serve(tcp::acceptor& acceptor, asio::signal_set& signals, const op
   std::fflush(stdout);
 }
 
-// Runs `server(acceptor, signals)` (a task) on an io_context run by o.threads threads; returns the
-// exit status. SIGINT and SIGTERM are caught from before the port is announced: a supervisor that
-// stops the server as soon as it listens gets the graceful shutdown too.
-template <class Server>
-int run(const options& o, Server server) {
+// An acceptor on `context` listening on `port` of every IPv4 address; with `reuse_port`, one of
+// several on the same port, among which the kernel spreads the connections.
+inline tcp::acceptor listening_acceptor(asio::io_context& context, unsigned short port, bool reuse_port) {
+  tcp::acceptor acceptor(context);
+  const tcp::endpoint where(tcp::v4(), port);
+  acceptor.open(where.protocol());
+  acceptor.set_option(tcp::acceptor::reuse_address(true));
+  if (reuse_port) {
+    const int on = 1;
+    if (::setsockopt(acceptor.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
+      throw boost::system::system_error(errno, boost::system::system_category(), "SO_REUSEPORT");
+    }
+  }
+  acceptor.bind(where);
+  acceptor.listen();
+  return acceptor;
+}
+
+// Runs `serve(listener, o, stopping, session)` on o.threads threads sharing an io_context, or on
+// an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
+// before the port is announced: a supervisor that stops the server as soon as it listens gets the
+// graceful shutdown too.
+template <class Session>
+int run(const options& o, coral::event& stopping, Session session) {
   // A connection is a descriptor: allow as many as the system lets this process have.
   rlimit files{};
   if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
-  try {
-    asio::io_context io(static_cast<int>(o.threads));
-    tcp::acceptor acceptor(io, {tcp::v4(), o.port});
-    asio::signal_set signals(io, SIGINT, SIGTERM);
-    std::printf("listening on %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+  auto announce = [](const listener& l) {
+    std::printf("listening on %u\n", static_cast<unsigned>(l.acceptors.front().local_endpoint().port()));
     std::fflush(stdout);
-    auto job = coral::spawn(io.get_executor(), server(acceptor, signals));
-    std::vector<std::jthread> threads;
-    for (unsigned i = 1; i < o.threads; ++i) threads.emplace_back([&io] { io.run(); });
-    io.run();
-    threads.clear();
-    job.get_result();  // rethrows what ended the server, if anything did
+  };
+  try {
+    if (o.io_pool == 0) {
+      asio::io_context io(static_cast<int>(o.threads));
+      listener l{{}, asio::signal_set(io, SIGINT, SIGTERM), [](tcp::acceptor& a) { return a.get_executor(); }};
+      l.acceptors.push_back(listening_acceptor(io, o.port, false));
+      announce(l);
+      auto job = coral::spawn(io.get_executor(), serve(l, o, stopping, session));
+      std::vector<std::jthread> threads;
+      for (unsigned i = 1; i < o.threads; ++i) threads.emplace_back([&io] { io.run(); });
+      io.run();
+      threads.clear();
+      job.get_result();  // rethrows what ended the server, if anything did
+      return 0;
+    }
+    coral::io_pool pool(o.io_pool);
+    listener l{{}, asio::signal_set(pool.context(0), SIGINT, SIGTERM), {}};
+    l.acceptors.push_back(listening_acceptor(pool.context(0), o.port, o.reuse_port));
+    if (o.reuse_port) {
+      // Each acceptor's connections stay on its context. (The first one chose the port.)
+      const auto port = l.acceptors.front().local_endpoint().port();
+      for (std::size_t i = 1; i < pool.size(); ++i)
+        l.acceptors.push_back(listening_acceptor(pool.context(i), port, true));
+      l.session_executor = [](tcp::acceptor& a) { return a.get_executor(); };
+    } else {
+      // One acceptor hands the connections to the contexts in turn.
+      l.session_executor = [&pool](tcp::acceptor&) { return asio::any_io_executor(pool.get_executor()); };
+    }
+    announce(l);
+    auto job = coral::spawn(pool.context(0).get_executor(), serve(l, o, stopping, session));
+    job.wait();
+    pool.stop();
+    pool.join();
+    job.get_result();
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -20,8 +20,9 @@ namespace coral {
 //   co_await g.join();
 //
 // - spawn(t) starts a task (or a callable returning one, kept alive until its task ends, as with
-//   coral::spawn) on the group's executor, or on the task's bound executor type. Like
-//   coral::spawn, it runs no task code itself. The tasks' values are discarded.
+//   coral::spawn) on the group's executor, or on the task's bound executor type; spawn(ex, t) on
+//   `ex` (an executor or execution context: a connection's own context, say). Like coral::spawn,
+//   it runs no task code itself. The tasks' values are discarded.
 // - join() waits (without blocking a thread; the joining task resumes on its own executor) until
 //   every task spawned so far has ended, then rethrows the first failure, if any. The group can
 //   be used again afterwards.
@@ -53,8 +54,32 @@ class task_group {
 
   template <detail::task_source Source>
   void spawn(Source&& source) {
+    spawn_on(executor_, std::forward<Source>(source));
+  }
+  template <class Executor, detail::task_source Source>
+  requires detail::executor_like<std::remove_cvref_t<Executor>> ||
+      detail::execution_context_like<std::remove_cvref_t<Executor>>
+  void spawn(Executor&& executor, Source&& source) {
+    spawn_on(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source));
+  }
+
+  void cancel() noexcept { state_->cancel(); }
+
+  // The number of tasks spawned and not yet ended.
+  std::size_t size() const noexcept { return state_->size(); }
+
+  // What join() returns, to be awaited once by one task.
+  // Thread safety: distinct objects: safe. Shared objects: unsafe.
+  class join_operation;
+  join_operation join() noexcept;
+
+  boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
+
+ private:
+  template <detail::task_source Source>
+  void spawn_on(boost::asio::any_io_executor executor, Source&& source) {
     using T = typename detail::task_of_t<Source>::value_type;
-    auto* child = detail::make_root(executor_, std::forward<Source>(source), true);
+    auto* child = detail::make_root(std::move(executor), std::forward<Source>(source), true);
     auto link = std::make_unique<detail::group_link>();
     link->segment = child;
     detail::group_link& linked = *link;
@@ -78,19 +103,6 @@ class task_group {
     child->release();
   }
 
-  void cancel() noexcept { state_->cancel(); }
-
-  // The number of tasks spawned and not yet ended.
-  std::size_t size() const noexcept { return state_->size(); }
-
-  // What join() returns, to be awaited once by one task.
-  // Thread safety: distinct objects: safe. Shared objects: unsafe.
-  class join_operation;
-  join_operation join() noexcept;
-
-  boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
-
- private:
   boost::asio::any_io_executor executor_;
   detail::group_state* state_;
 };
