@@ -399,10 +399,12 @@ BOOST_AUTO_TEST_CASE(a_room_spread_over_its_contexts_ends_in_two_phases) {
     for (int k = 0; k < members; ++k) inboxes.emplace_back(static_cast<std::size_t>(round % 3));
     std::atomic<long> sent{0}, received{0};
     std::set<const asio::io_context*> contexts;
+    std::atomic<int> misplaced{0};
     coral::event stopping;
-    auto member = [&](int k) -> coral::task<> {
+    auto member = [&](int k, coral::io_pool::executor_type ex) -> coral::task<> {
       lifetime frame;
       for (;;) {
+        if (!ex.running_in_this_thread()) ++misplaced;
         auto got = co_await coral::when_any(inboxes[static_cast<std::size_t>(k)].receive(), stopping.wait());
         if (got.index() == 1) co_return;
         ++received;
@@ -418,7 +420,7 @@ BOOST_AUTO_TEST_CASE(a_room_spread_over_its_contexts_ends_in_two_phases) {
         for (int k = 0; k < members; ++k) {
           auto ex = pool.get_executor();
           contexts.insert(&ex.context());
-          group.spawn(ex, member(k));
+          group.spawn(ex, member(k, ex));
         }
         for (int k = 0; k < members; k += 2) {
           co_await inboxes[static_cast<std::size_t>(k)].send(lifetime());
@@ -436,6 +438,7 @@ BOOST_AUTO_TEST_CASE(a_room_spread_over_its_contexts_ends_in_two_phases) {
       }
     }
     BOOST_TEST(contexts.size() == 3u);
+    BOOST_TEST(misplaced == 0);  // each member ran on the context it was spawned on
     long queued = 0;
     for (auto& inbox : inboxes) queued += static_cast<long>(inbox.size());
     BOOST_TEST(sent.load() == received.load() + queued, "round " << round);
