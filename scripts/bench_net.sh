@@ -7,6 +7,8 @@
 #         memory per idle connection (10,000 connections, server RSS growth / connections)
 #   http: GET / with wrk -t2 -c64 (keep-alive): requests per second, p99 latency, and the
 #         server's CPU time per request (user + system, from /proc)
+# The *_bare_* cases compare the demo servers with bare baselines (--bare 1: no time-outs, no
+# limits, no strands): what the demos' robustness costs.
 # DURATION=10 (seconds per load run). Installs what is missing (wrk too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +75,12 @@ done
 echo_case io_pool_2 "--io-pool 2" "--threads 2"
 http_case io_pool_2 "--io-pool 2" "--threads 2"
 http_case io_pool_2_vs_io_contexts "--io-pool 2" "--io-contexts 2"
+# The demo servers' own cost: against the baselines with --bare 1 (no time-outs, no limits, no
+# strands), the floor of what a server can cost.
+echo_case bare_1_threads "--threads 1" "--threads 1 --bare 1"
+http_case bare_1_threads "--threads 1" "--threads 1 --bare 1"
+http_case bare_2_threads "--threads 2" "--threads 2 --bare 1"
+http_case bare_io_pool_2 "--io-pool 2" "--io-contexts 2 --bare 1"
 
 start $bin/examples/net/echo_server
 coral=$($bin/bench/echo_load --port "$port" --idle 10000 --pid "$pid" | sed 's/^[^=]*=\([0-9.]*\).*/\1/')

@@ -1,20 +1,69 @@
 #include "coral/io_pool.hpp"
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
+#include <system_error>
 
 namespace coral {
 
-io_pool::io_pool(std::size_t contexts) {
+namespace {
+
+#if defined(__linux__)
+// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0)
+    throw std::system_error(errno, std::generic_category(), "sched_getaffinity");
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+void pin(std::thread& thread, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (const int e = ::pthread_setaffinity_np(thread.native_handle(), sizeof set, &set); e != 0) {
+    throw std::system_error(e, std::generic_category(), "pthread_setaffinity_np");
+  }
+}
+#endif
+
+}  // namespace
+
+io_pool::io_pool(std::size_t contexts, pinning pin_threads) {
   if (contexts == 0) contexts = std::max(1u, std::thread::hardware_concurrency());
   members_.reserve(contexts);
   for (std::size_t i = 0; i < contexts; ++i) members_.push_back(std::make_unique<member>());
+#if defined(__linux__)
+  const std::vector<int> cpus = pin_threads == pinning::one_cpu_per_thread ? allowed_cpus() : std::vector<int>{};
+#else
+  (void)pin_threads;
+#endif
   // Started once every context exists: a thread may hand work to another context at once.
-  for (auto& m : members_) {
-    m->thread = std::thread([c = &m->context] { c->run(); });
-    m->thread_id = m->thread.get_id();
+  try {
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      member& m = *members_[i];
+      m.thread = std::thread([c = &m.context] { c->run(); });
+      m.thread_id = m.thread.get_id();
+#if defined(__linux__)
+      if (!cpus.empty()) pin(m.thread, cpus[i % cpus.size()]);
+#endif
+    }
+  } catch (...) {
+    stop();
+    join();
+    throw;
   }
 }
 

@@ -1,5 +1,7 @@
 #define BOOST_TEST_MODULE coral executors
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <boost/test/unit_test.hpp>
 #include <mutex>
@@ -338,6 +340,31 @@ BOOST_AUTO_TEST_CASE(each_context_runs_on_a_thread_of_its_own_and_get_executor_t
     threads.insert(id);
   }
   BOOST_TEST(threads.size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(pinned_threads_each_run_on_one_cpu_of_the_process_in_turn) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  BOOST_TEST_REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  const std::size_t n = cpus.size() + 1;  // one more thread than CPUs: the last shares the first's
+  coral::io_pool pool(n, coral::io_pool::pinning::one_cpu_per_thread);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto j = coral::spawn(pool.context(i), []() -> coral::task<std::vector<int>> {
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      ::pthread_getaffinity_np(::pthread_self(), sizeof mine, &mine);
+      std::vector<int> on;
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (CPU_ISSET(cpu, &mine)) on.push_back(cpu);
+      }
+      co_return on;
+    });
+    BOOST_TEST(get_within(j) == std::vector<int>{cpus[i % cpus.size()]}, "thread " << i);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(join_on_one_of_its_threads_throws_instead_of_waiting_forever) {

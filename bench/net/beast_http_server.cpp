@@ -3,8 +3,9 @@
 // limits per request, keep-alive, a strand per connection; GET / answers what
 // examples/net/http_server answers. With --io-contexts N, the other arrangement Asio servers
 // use: N io_contexts each run by one thread, the acceptor handing each connection to the next
-// (accepting onto its executor), no strands.
-//   beast_http_server [--port 55555] [--threads 1 | --io-contexts N]
+// (accepting onto its executor), no strands. With --bare 1, the floor: a plain socket with no
+// time-outs, Beast's default parser limits, no strand.
+//   beast_http_server [--port 55555] [--threads 1 | --io-contexts N] [--bare 1]
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -20,6 +21,26 @@ namespace http = beast::http;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
 
+bool bare_sessions = false;  // --bare 1
+
+// What examples/net/http_server answers to GET /, and 404 to anything else.
+http::response<http::string_body> respond(const http::request<http::string_body>& req) {
+  http::response<http::string_body> res;
+  res.version(req.version());
+  res.set(http::field::server, "coral");
+  res.set(http::field::content_type, "text/plain");
+  res.keep_alive(req.keep_alive());
+  if (req.method() == http::verb::get && req.target() == "/") {
+    res.result(http::status::ok);
+    res.body() = "hello from coral\n";
+  } else {
+    res.result(http::status::not_found);
+    res.body() = "no such page\n";
+  }
+  res.prepare_payload();
+  return res;
+}
+
 asio::awaitable<void> session(beast::tcp_stream stream) {
   beast::flat_buffer buffer;
   try {
@@ -30,19 +51,7 @@ asio::awaitable<void> session(beast::tcp_stream stream) {
       stream.expires_after(10s);
       co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
       auto req = parser.release();
-      http::response<http::string_body> res;
-      res.version(req.version());
-      res.set(http::field::server, "coral");
-      res.set(http::field::content_type, "text/plain");
-      res.keep_alive(req.keep_alive());
-      if (req.method() == http::verb::get && req.target() == "/") {
-        res.result(http::status::ok);
-        res.body() = "hello from coral\n";
-      } else {
-        res.result(http::status::not_found);
-        res.body() = "no such page\n";
-      }
-      res.prepare_payload();
+      auto res = respond(req);
       stream.expires_after(10s);
       co_await http::async_write(stream, res, asio::use_awaitable);
       if (!res.keep_alive()) break;
@@ -52,9 +61,28 @@ asio::awaitable<void> session(beast::tcp_stream stream) {
   }
 }
 
+asio::awaitable<void> session_bare(tcp::socket socket) {
+  beast::flat_buffer buffer;
+  try {
+    for (;;) {
+      http::request<http::string_body> req;
+      co_await http::async_read(socket, buffer, req, asio::use_awaitable);
+      auto res = respond(req);
+      co_await http::async_write(socket, res, asio::use_awaitable);
+      if (!res.keep_alive()) break;
+    }
+    socket.shutdown(tcp::socket::shutdown_send);
+  } catch (const std::exception&) {
+  }
+}
+
 asio::awaitable<void> listen(tcp::acceptor& acceptor) {
   for (;;) {
     tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
+    if (bare_sessions) {
+      asio::co_spawn(acceptor.get_executor(), session_bare(std::move(socket)), asio::detached);
+      continue;
+    }
     auto strand = asio::make_strand(acceptor.get_executor());
     asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket))), asio::detached);
   }
@@ -64,7 +92,11 @@ asio::awaitable<void> listen_for(tcp::acceptor& acceptor, std::vector<std::uniqu
   for (std::size_t next = 0;; ++next) {
     auto& context = *contexts[next % contexts.size()];
     tcp::socket socket = co_await acceptor.async_accept(context, asio::use_awaitable);
-    asio::co_spawn(context, session(beast::tcp_stream(std::move(socket))), asio::detached);
+    if (bare_sessions) {
+      asio::co_spawn(context, session_bare(std::move(socket)), asio::detached);
+    } else {
+      asio::co_spawn(context, session(beast::tcp_stream(std::move(socket))), asio::detached);
+    }
   }
 }
 
@@ -98,6 +130,7 @@ int main(int argc, char* argv[]) {
     if (name == "--port") port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
     if (name == "--threads") threads = std::atoi(argv[i + 1]);
     if (name == "--io-contexts") io_contexts = std::atoi(argv[i + 1]);
+    if (name == "--bare") bare_sessions = std::atoi(argv[i + 1]) == 1;
   }
   if (io_contexts > 0) return run_io_contexts(port, io_contexts);
   asio::io_context io(threads);

@@ -31,9 +31,10 @@ int main(int argc, char* argv[]) {
       common.push_back(argv[i]);
     }
   }
-  const options o = parse_options(static_cast<int>(common.size()), common.data(),
-                                  "[--port N] [--threads N | --io-pool N [--reuse-port 1]] [--grace-ms N] "
-                                  "[--backlog-bytes N] [--write-timeout-ms N]");
+  const options o =
+      parse_options(static_cast<int>(common.size()), common.data(),
+                    "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--grace-ms N] "
+                    "[--backlog-bytes N] [--write-timeout-ms N]");
   coral::event stopping;
   room r;
   return run(o, stopping, [&](tcp::socket socket) { return session(std::move(socket), r, stopping, chat); });

@@ -9,7 +9,8 @@ using namespace net_demo::echo_demo;
 
 int main(int argc, char* argv[]) {
   const options o = parse_options(
-      argc, argv, "[--port N] [--threads N | --io-pool N [--reuse-port 1]] [--idle-timeout-ms N] [--grace-ms N]");
+      argc, argv,
+      "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--idle-timeout-ms N] [--grace-ms N]");
   coral::event stopping;
   return run(o, stopping, [&](tcp::socket socket) { return echo(std::move(socket), o, stopping); });
 }

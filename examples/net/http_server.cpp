@@ -26,9 +26,10 @@ int main(int argc, char* argv[]) {
     }
   }
   server_context server;
-  server.o = parse_options(static_cast<int>(common.size()), common.data(),
-                           "[--port N] [--threads N | --io-pool N [--reuse-port 1]] [--idle-timeout-ms N] [--grace-ms "
-                           "N] [--request-timeout-ms N]");
+  server.o = parse_options(
+      static_cast<int>(common.size()), common.data(),
+      "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--idle-timeout-ms N] [--grace-ms "
+      "N] [--request-timeout-ms N]");
   server.request_timeout = request_timeout;
   return run(server.o, server.stopping, [&](tcp::socket socket) { return session(std::move(socket), server); });
 }

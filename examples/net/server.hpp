@@ -42,14 +42,15 @@ using namespace std::chrono_literals;
 struct options {
   unsigned short port = 55555;
   unsigned threads = 1;
-  unsigned io_pool = 0;     // 0: one io_context (run by `threads` threads)
-  bool reuse_port = false;  // with io_pool: an acceptor per context on the port (SO_REUSEPORT)
+  unsigned io_pool = 0;      // 0: one io_context (run by `threads` threads)
+  bool reuse_port = false;   // with io_pool: an acceptor per context on the port (SO_REUSEPORT)
+  bool pin_threads = false;  // with io_pool: each thread on a CPU of its own
   std::chrono::milliseconds idle_timeout = 30s;
   std::chrono::milliseconds grace = 5s;
 };
 
-// --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1],
-// --idle-timeout-ms N, --grace-ms N.
+// --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1]
+// [--pin-threads 1], --idle-timeout-ms N, --grace-ms N.
 inline options parse_options(int argc, char* argv[], const char* usage) {
   options o;
   auto fail = [&](const std::string& why) {
@@ -70,6 +71,8 @@ inline options parse_options(int argc, char* argv[], const char* usage) {
       o.io_pool = static_cast<unsigned>(value);
     } else if (name == "--reuse-port" && value <= 1) {
       o.reuse_port = value == 1;
+    } else if (name == "--pin-threads" && value <= 1) {
+      o.pin_threads = value == 1;
     } else if (name == "--idle-timeout-ms") {
       o.idle_timeout = std::chrono::milliseconds(value);
     } else if (name == "--grace-ms") {
@@ -79,7 +82,7 @@ inline options parse_options(int argc, char* argv[], const char* usage) {
     }
   }
   if (o.io_pool > 0 && o.threads > 1) fail("--threads and --io-pool are two ways to run threads: give one");
-  if (o.reuse_port && o.io_pool == 0) fail("--reuse-port is for --io-pool");
+  if ((o.reuse_port || o.pin_threads) && o.io_pool == 0) fail("--reuse-port and --pin-threads are for --io-pool");
   return o;
 }
 
@@ -252,7 +255,8 @@ int run(const options& o, coral::event& stopping, Session session) {
       job.get_result();  // rethrows what ended the server, if anything did
       return 0;
     }
-    coral::io_pool pool(o.io_pool);
+    coral::io_pool pool(o.io_pool,
+                        o.pin_threads ? coral::io_pool::pinning::one_cpu_per_thread : coral::io_pool::pinning::none);
     listener l{{}, asio::signal_set(pool.context(0), SIGINT, SIGTERM), {}};
     l.acceptors.push_back(listening_acceptor(pool.context(0), o.port, o.reuse_port));
     if (o.reuse_port) {
