@@ -13,7 +13,7 @@
 //     never runs on two threads at once, but any thread may run it.
 //   --io-pool N: a coral::io_pool, N io_contexts each run by one thread. The acceptor hands each
 //     connection to the next context, where its session lives until it ends: no strands, and no
-//     thread wakes another on a connection's way (docs/net-echo-server.md has the numbers).
+//     thread wakes another on a connection's way (docs/tasks.md compares the two, with numbers).
 
 #include <sys/resource.h>
 #include <sys/socket.h>
