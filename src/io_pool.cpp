@@ -6,6 +6,7 @@
 #endif
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -44,7 +45,14 @@ void pin(std::thread& thread, int cpu) {
 io_pool::io_pool(std::size_t contexts, pinning pin_threads) {
   if (contexts == 0) contexts = std::max(1u, std::thread::hardware_concurrency());
   members_.reserve(contexts);
-  for (std::size_t i = 0; i < contexts; ++i) members_.push_back(std::make_unique<member>());
+  for (std::size_t i = 0; i < contexts; ++i) {
+    members_.push_back(std::make_unique<member>());
+    // Each context's reactor (its descriptors, on Linux an epoll instance, an eventfd and a
+    // timerfd) is made now, as a timer's service makes it, not when the context gets its first
+    // I/O object: a process out of descriptors then fails here, not when a connection is handed
+    // to a context that has none yet.
+    boost::asio::steady_timer reactor_maker(members_.back()->context);
+  }
 #if defined(__linux__)
   const std::vector<int> cpus = pin_threads == pinning::one_cpu_per_thread ? allowed_cpus() : std::vector<int>{};
 #else
@@ -54,7 +62,11 @@ io_pool::io_pool(std::size_t contexts, pinning pin_threads) {
   try {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       member& m = *members_[i];
-      m.thread = std::thread([c = &m.context] { c->run(); });
+      m.thread = std::thread([&m] {
+        m.context.run();
+        // (Before the thread ends, so before its id can be another thread's.)
+        m.ended.store(true, std::memory_order_release);
+      });
       m.thread_id = m.thread.get_id();
 #if defined(__linux__)
       if (!cpus.empty()) pin(m.thread, cpus[i % cpus.size()]);
@@ -102,7 +114,7 @@ void io_pool::join() {
 bool io_pool::runs_in_this_thread() const noexcept {
   const auto self = std::this_thread::get_id();
   for (const auto& m : members_) {
-    if (m->thread_id == self) return true;
+    if (!m->ended.load(std::memory_order_acquire) && m->thread_id == self) return true;
   }
   return false;
 }

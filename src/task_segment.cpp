@@ -47,6 +47,9 @@ task_segment::task_segment(placement&& where)
 }
 
 task_segment::~task_segment() {
+#if CORAL_TASK_TRACKING
+  if (record_) free_record(record_);  // (a task that never ran)
+#endif
   leave_context();
   if (hosted()) host_->release();
 }
@@ -103,6 +106,21 @@ void task_segment::abandon() noexcept {
   leave();
   release_keep_alive();  // the last one destroys the frames, as the abandoned wait would have
 }
+
+#if CORAL_TASK_TRACKING
+void task_segment::make_own_record(const task_segment* parent, const code_location& where) {
+  const auto& ex = executor();
+  auto& context = asio::query(ex, asio::execution::context);
+  const executor_kind kind = io_context_executor_of(ex) ? executor_kind::io_context
+                             : ex.target<asio::thread_pool::executor_type>() || ex.target<pool_strand>()
+                                 ? executor_kind::thread_pool
+                                 : executor_kind::other;
+  const bool strand = ex.target<io_strand>() || ex.target<pool_strand>() || ex.target<any_strand>();
+  const std::uint64_t parent_id = parent && parent->record() ? parent->record()->id : 0;
+  const std::uint64_t spawned_by = !parent && running_record ? running_record->id : 0;
+  record_ = make_record(parent_id, spawned_by, where, &context, &ex.target_type(), kind, strand);
+}
+#endif
 
 void task_segment::drop_executor() noexcept {
   attachments_.leave_context();

@@ -98,6 +98,16 @@ class server_process {
   // Signals the server (SIGINT: Ctrl-C).
   void signal(int number = SIGINT) { ::kill(pid_, number); }
 
+  // Signals the server every millisecond until it has exited (a supervisor that insists).
+  void signal_until_exit(int number) {
+    const auto deadline = clock_type::now() + patience;
+    io.restart();
+    while (!ended_ && clock_type::now() < deadline) {
+      ::kill(pid_, number);
+      io.run_one_for(1ms);
+    }
+  }
+
   // Waits for the server to exit; its exit status (128 + the signal if a signal ended it).
   int exit_status() {
     run_until(ended_, "the server to exit");

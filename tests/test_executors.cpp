@@ -474,4 +474,53 @@ BOOST_AUTO_TEST_CASE(a_room_spread_over_its_contexts_ends_in_two_phases) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_thread_given_the_id_of_an_ended_pool_thread_is_not_taken_for_one) {
+  // Thread ids are reused once a thread has been joined: a new thread often gets the id of the
+  // pool thread that ended just before, and must still be able to join and destroy the pool.
+  for (int round = 0; round < 20; ++round) {
+    auto pool = std::make_unique<coral::io_pool>(1);
+    const auto ended = pool->thread_id(0);
+    pool->stop();
+    pool->join();
+    bool joined = false, same_id = false;
+    std::thread other([&] {
+      same_id = std::this_thread::get_id() == ended;
+      pool->join();
+      joined = true;
+      pool.reset();
+    });
+    other.join();
+    BOOST_TEST(joined, "round " << round << (same_id ? " (the new thread had the ended thread's id)" : ""));
+    BOOST_TEST(!pool);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_task_whose_pool_goes_reports_no_failure) {
+  // A job cancelled just before its pool goes: its children on the other contexts end with
+  // operation_aborted, the cancellation forwarded to them, which is no failure to report.
+  std::atomic<int> reported{0};
+  auto previous = coral::set_unobserved_exception_handler([&](std::exception_ptr) { ++reported; });
+  for (int round = 0; round < 200; ++round) {
+    auto pool = std::make_unique<coral::io_pool>(2);
+    coral::channel<int> never(0);
+    std::atomic<int> started{0};
+    auto child = [&]() -> coral::task<int> {
+      ++started;
+      co_return co_await never.receive();
+    };
+    auto other = pool->context(1).get_executor();
+    auto job = coral::spawn(pool->context(0).get_executor(), [&]() -> coral::task<> {
+      co_await coral::when_all(coral::on(other, child()), coral::on(other, child()));
+    });
+    const auto give_up = std::chrono::steady_clock::now() + patience;
+    while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    BOOST_REQUIRE(started.load() == 2);
+    job.cancel();
+    pool.reset();
+    BOOST_TEST(job.done());
+  }
+  coral::set_unobserved_exception_handler(std::move(previous));
+  BOOST_TEST(reported.load() == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -146,6 +146,7 @@ coral::task<> writer(Socket& socket, participant& me, std::chrono::milliseconds 
 // the others, so the socket outlives every operation on it.
 template <class Socket>
 coral::task<> session(Socket socket, room& r, coral::event& stopping, const chat_options& o) {
+  co_await name_session("chat", socket);
   auto me = std::make_shared<participant>(o.backlog_limit);
   r.join(me);
   try {

@@ -15,6 +15,7 @@ namespace net_demo::echo_demo {
 // leaving a session would make the group cancel the others.
 template <class Socket>
 coral::task<> echo(Socket socket, const options& o, coral::event& stopping) {
+  co_await name_session("echo", socket);
   std::array<char, 4096> data;
   try {
     for (;;) {

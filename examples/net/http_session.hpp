@@ -37,6 +37,7 @@
 #include <charconv>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "server.hpp"
@@ -87,7 +88,7 @@ struct server_context {
 };
 
 // What a request asks for, known from its header.
-enum class route { root, sleep, stream, echo, stats, not_found, method_not_allowed };
+enum class route { root, sleep, stream, echo, stats, debug_tasks, debug_tasks_json, not_found, method_not_allowed };
 
 template <class Socket, class Message>
 coral::task<> write_message(Socket& socket, Message& m) {
@@ -208,6 +209,8 @@ inline route route_of(const request& req, const std::optional<urls::url_view>& t
   if (path == "/sleep") return only_if(read_only, route::sleep);
   if (path == "/stream") return only_if(read_only, route::stream);
   if (path == "/stats") return only_if(read_only, route::stats);
+  if (path == "/debug/tasks") return only_if(read_only, route::debug_tasks);
+  if (path == "/debug/tasks.json") return only_if(read_only, route::debug_tasks_json);
   if (path == "/echo") return only_if(req.method() == http::verb::post, route::echo);
   return route::not_found;
 }
@@ -404,6 +407,20 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
       res = text(req, http::status::ok, json::serialize(o) + "\n", "application/json");
       break;
     }
+    case route::debug_tasks:
+    case route::debug_tasks_json: {
+      // What every task of the server is doing (coral/task_tracking.hpp): listed when the server
+      // runs with CORAL_TASK_TRACKING=1 in its environment.
+      std::ostringstream dump;
+      if (r == route::debug_tasks) {
+        coral::dump_tasks(dump);
+        res = text(req, http::status::ok, dump.str());
+      } else {
+        coral::dump_tasks_json(dump);
+        res = text(req, http::status::ok, dump.str(), "application/json");
+      }
+      break;
+    }
     case route::not_found:
     case route::method_not_allowed:
       res = not_served(req, r, target);
@@ -430,6 +447,7 @@ inline std::optional<response> refusal_for(const boost::system::error_code& e) {
 // One connection, until the client leaves, a refusal, an idle timeout or the shutdown.
 template <class Socket>
 coral::task<> session(Socket socket, server_context& server) {
+  co_await name_session("http", socket);
   alive counted(server.stats.tasks_alive);
   alive open(server.stats.open_connections);
   beast::flat_buffer buffer(read_buffer_limit);

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -109,6 +110,17 @@ coral::task<> readable(Socket& socket) {
   co_await socket.async_receive(asio::buffer(&first, 1), Socket::message_peek, coral::use_task);
 }
 
+// Names the calling task after its connection ("http 10.0.0.7:51234") in coral::dump_tasks, when
+// tasks are tracked (CORAL_TASK_TRACKING=1 in the environment): otherwise nothing is formatted.
+template <class Socket>
+coral::task<> name_session(const char* what, Socket& socket) {
+  if (!coral::task_tracking()) co_return;
+  boost::system::error_code error;
+  std::ostringstream name;
+  name << what << ' ' << socket.remote_endpoint(error);
+  co_await coral::this_task::set_name(name.str());
+}
+
 // Writes all of `buffers` (a task, so that it can be given a time-out).
 template <class Socket, class Buffers>
 coral::task<> write_all(Socket& socket, Buffers buffers) {
@@ -143,6 +155,7 @@ inline bool out_of_resources(const boost::system::error_code& e) {
 struct listener {
   std::vector<tcp::acceptor> acceptors;  // one, or one per context of the pool (--reuse-port)
   asio::signal_set signals;              // set up before the port is announced
+  asio::signal_set dump_signal;          // SIGUSR1: coral::dump_tasks to stderr
   // Where the session of a connection that `acceptor` accepts lives.
   std::function<asio::any_io_executor(tcp::acceptor&)> session_executor;
 };
@@ -184,7 +197,16 @@ coral::task<> serve(listener& l, const options& o, coral::event& stopping, Sessi
     co_await loops.join();
   };
   auto signal = [&]() -> coral::task<int> { co_return co_await l.signals.async_wait(coral::use_task); };
-  const auto got = co_await coral::when_any(accepting(), signal());
+  // `kill -USR1 <pid>`: what every task is doing, on stderr; the server goes on.
+  auto dumping = [&]() -> coral::task<> {
+    for (;;) {
+      co_await l.dump_signal.async_wait(coral::use_task);
+      std::ostringstream dump;
+      coral::dump_tasks(dump);
+      std::fputs(dump.str().c_str(), stderr);
+    }
+  };
+  const auto got = co_await coral::when_any(accepting(), signal(), dumping());
   std::printf("signal %d: shutting down, %zu sessions\n", std::get<1>(got), sessions.size());
   std::fflush(stdout);
 
@@ -237,6 +259,15 @@ int run(const options& o, coral::event& stopping, Session session) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
+  // A second SIGINT / SIGTERM while the server exits is swallowed: Asio restores a signal's
+  // default action (the end of the process, with the signal as its status) when its last
+  // registration goes, and this one never goes.
+  struct swallowed_signals {
+    asio::io_context context;
+    asio::signal_set signals{context, SIGINT, SIGTERM};
+  };
+  static swallowed_signals* const swallowed = new swallowed_signals;
+  static_cast<void>(swallowed);
   auto announce = [](const listener& l) {
     std::printf("listening on %u\n", static_cast<unsigned>(l.acceptors.front().local_endpoint().port()));
     std::fflush(stdout);
@@ -244,7 +275,9 @@ int run(const options& o, coral::event& stopping, Session session) {
   try {
     if (o.io_pool == 0) {
       asio::io_context io(static_cast<int>(o.threads));
-      listener l{{}, asio::signal_set(io, SIGINT, SIGTERM), [](tcp::acceptor& a) { return a.get_executor(); }};
+      listener l{{}, asio::signal_set(io, SIGINT, SIGTERM), asio::signal_set(io, SIGUSR1), [](tcp::acceptor& a) {
+                   return a.get_executor();
+                 }};
       l.acceptors.push_back(listening_acceptor(io, o.port, false));
       announce(l);
       auto job = coral::spawn(io.get_executor(), serve(l, o, stopping, session));
@@ -257,7 +290,7 @@ int run(const options& o, coral::event& stopping, Session session) {
     }
     coral::io_pool pool(o.io_pool,
                         o.pin_threads ? coral::io_pool::pinning::one_cpu_per_thread : coral::io_pool::pinning::none);
-    listener l{{}, asio::signal_set(pool.context(0), SIGINT, SIGTERM), {}};
+    listener l{{}, asio::signal_set(pool.context(0), SIGINT, SIGTERM), asio::signal_set(pool.context(0), SIGUSR1), {}};
     l.acceptors.push_back(listening_acceptor(pool.context(0), o.port, o.reuse_port));
     if (o.reuse_port) {
       // Each acceptor's connections stay on its context. (The first one chose the port.)

@@ -134,6 +134,7 @@ template <class T>
 class async_generator<T>::next_awaiter {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::async_generator; }
 
   // The consumer's frame is being destroyed while the body runs for it: the body can never hand a
   // value over. It ends now, not when the generator goes (maybe after the context its waits use).

@@ -66,7 +66,7 @@ class async_mutex : public detail::permit_owner {
 
   // auto guard = co_await m.lock(): waits for the lock; the guard holds it.
   [[nodiscard]] detail::lock_awaiter<async_mutex_lock, async_mutex> lock() {
-    return wait_for_permit<async_mutex_lock>(*this, "coral::async_mutex: lock");
+    return wait_for_permit<async_mutex_lock>(*this, "coral::async_mutex: lock", detail::wait_kind::mutex_lock);
   }
 
   // Takes the lock if it is free (never while tasks wait for it); true if it did.

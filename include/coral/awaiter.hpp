@@ -40,6 +40,7 @@ template <class R>
 class awaiter : private detail::external_wait {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::awaiter; }
 
   awaiter() = default;
   awaiter(const awaiter&) = delete;

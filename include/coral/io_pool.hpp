@@ -59,7 +59,8 @@ class io_pool {
     boost::asio::io_context context{1};
     boost::asio::executor_work_guard<executor_type> work{context.get_executor()};
     std::thread thread;
-    std::thread::id thread_id;
+    std::thread::id thread_id;  // (once the thread has ended, another thread may get its id)
+    std::atomic<bool> ended{false};
   };
   bool runs_in_this_thread() const noexcept;
 

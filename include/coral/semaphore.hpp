@@ -73,7 +73,7 @@ class semaphore : public detail::permit_owner {
 
   // auto permit = co_await s.acquire(): takes a permit, waiting for one if none is available.
   [[nodiscard]] detail::lock_awaiter<semaphore_permit, semaphore> acquire() {
-    return wait_for_permit<semaphore_permit>(*this, "coral::semaphore: acquire");
+    return wait_for_permit<semaphore_permit>(*this, "coral::semaphore: acquire", detail::wait_kind::semaphore_acquire);
   }
 
   // Takes a permit if one is available (never while tasks wait for one); true if it did.

@@ -14,25 +14,27 @@ namespace coral {
 // execution context) and returns its job. A task with a bound executor type runs on that type's
 // executor whatever `executor` is. A callable is kept alive until its task ends, so a lambda's
 // captures stay valid for the whole task.
+// (Every overload's last parameter, `where`, is left to its default: the place of the call, which
+// coral::dump_tasks shows as where the task was spawned.)
 template <class Executor, detail::task_source Source>
 requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
-auto spawn(Executor&& executor, Source&& source) {
+auto spawn(Executor&& executor, Source&& source, detail::code_location where = detail::code_location::here()) {
   using T = typename detail::task_of_t<Source>::value_type;
-  auto* state =
-      detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source), true);
+  auto* state = detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source),
+                                  true, where);
   state->start();
   return job<T>(state);
 }
 
 // Starts a task with a bound executor type on that executor.
 template <class T, class Executor>
-job<T> spawn(task<T, Executor> t) {
+job<T> spawn(task<T, Executor> t, detail::code_location where = detail::code_location::here()) {
   static_assert(!std::is_same_v<Executor, inherit>,
                 "coral::spawn(task): this task has no executor type (task<T> runs where it is started); "
                 "say where: coral::spawn(executor, task), or declare it as task<T, some_executor>");
   if constexpr (!std::is_same_v<Executor, inherit>) {
-    auto* state = detail::make_root(detail::erase_executor(Executor{}), std::move(t), true);
+    auto* state = detail::make_root(detail::erase_executor(Executor{}), std::move(t), true, where);
     state->start();
     return job<T>(state);
   }
@@ -46,11 +48,12 @@ job<T> spawn(task<T, Executor> t) {
 template <class Executor, detail::task_source Source, class CompletionToken>
 requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
-auto spawn(Executor&& executor, Source&& source, CompletionToken&& token) {
+auto spawn(Executor&& executor, Source&& source, CompletionToken&& token,
+           detail::code_location where = detail::code_location::here()) {
   using T = typename detail::task_of_t<Source>::value_type;
   return boost::asio::async_initiate<CompletionToken, typename detail::spawn_signature<T>::type>(
       detail::initiate_spawn{}, token, detail::erase_executor(detail::executor_of(executor)),
-      std::decay_t<Source>(std::forward<Source>(source)));
+      std::decay_t<Source>(std::forward<Source>(source)), where);
 }
 
 }  // namespace coral

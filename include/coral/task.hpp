@@ -97,7 +97,8 @@ auto task<T, Executor>::operator()(CompletionToken&& token) && {
                       "coral::to_awaitable: `T v = co_await coral::to_awaitable(coral_task());` (task<void> needs "
                       "no wrapper)");
         auto executor = boost::asio::get_associated_executor(handler);
-        detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t));
+        detail::initiate_spawn{}(std::move(handler), detail::erase_executor(executor), std::move(t),
+                                 detail::code_location{});
       },
       token, std::move(*this));
 }

@@ -52,15 +52,16 @@ class task_group {
     state_->release();
   }
 
+  // (`where`, left to its default, is the place of the call: see coral::dump_tasks.)
   template <detail::task_source Source>
-  void spawn(Source&& source) {
-    spawn_on(executor_, std::forward<Source>(source));
+  void spawn(Source&& source, detail::code_location where = detail::code_location::here()) {
+    spawn_on(executor_, std::forward<Source>(source), where);
   }
   template <class Executor, detail::task_source Source>
   requires detail::executor_like<std::remove_cvref_t<Executor>> ||
       detail::execution_context_like<std::remove_cvref_t<Executor>>
-  void spawn(Executor&& executor, Source&& source) {
-    spawn_on(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source));
+  void spawn(Executor&& executor, Source&& source, detail::code_location where = detail::code_location::here()) {
+    spawn_on(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source), where);
   }
 
   void cancel() noexcept { state_->cancel(); }
@@ -77,9 +78,9 @@ class task_group {
 
  private:
   template <detail::task_source Source>
-  void spawn_on(boost::asio::any_io_executor executor, Source&& source) {
+  void spawn_on(boost::asio::any_io_executor executor, Source&& source, const detail::code_location& where) {
     using T = typename detail::task_of_t<Source>::value_type;
-    auto* child = detail::make_root(std::move(executor), std::forward<Source>(source), true);
+    auto* child = detail::make_root(std::move(executor), std::forward<Source>(source), true, where);
     auto link = std::make_unique<detail::group_link>();
     link->segment = child;
     detail::group_link& linked = *link;
@@ -110,6 +111,7 @@ class task_group {
 class task_group::join_operation : public detail::external_wait {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::group_join; }
   explicit join_operation(detail::group_state& state) noexcept : state_(&state) {}
 
   bool await_ready() const noexcept { return false; }

@@ -665,6 +665,40 @@ BOOST_AUTO_TEST_CASE(http_a_client_vanishing_mid_stream_costs_only_its_session) 
   BOOST_TEST(server.interrupt() == 0);
 }
 
+// Run with CORAL_TASK_TRACKING=1, the server lists what each of its tasks does at /debug/tasks (and
+// as JSON), and prints the same on stderr on SIGUSR1, going on afterwards.
+BOOST_AUTO_TEST_CASE(http_debug_tasks_shows_where_each_task_waits) {
+  ::setenv("CORAL_TASK_TRACKING", "1", 1);
+  server_process server(arguments({"--grace-ms", "100"}));
+  ::unsetenv("CORAL_TASK_TRACKING");
+  http_connection sleeping(server.endpoint());
+  sleeping.send("GET /sleep?ms=60000 HTTP/1.1\r\nHost: test\r\n\r\n");
+  http_connection c(server.endpoint());
+  const auto deadline = clock_type::now() + patience;
+  http_response json;
+  do {
+    json = c.get("/debug/tasks.json");
+  } while (json.body().find("\"waits_on\":\"sleep\"") == std::string::npos && clock_type::now() < deadline);
+  BOOST_TEST(json.result_int() == 200);
+  BOOST_TEST(json[http::field::content_type] == "application/json");
+  BOOST_TEST(json.body().rfind("{\"schema\":1,\"compiled_in\":true,\"tracking\":true,\"tasks\":[", 0) == 0,
+             json.body());
+  BOOST_TEST(json.body().find("\"waits_on\":\"sleep\"") != std::string::npos, json.body());
+  const auto text = c.get("/debug/tasks");
+  BOOST_TEST(text.result_int() == 200);
+  BOOST_TEST(text[http::field::content_type] == "text/plain");
+  // The sleeping request's session, named after its connection, at the sleep in answer().
+  BOOST_TEST(text.body().find("\"http 127.0.0.1:") != std::string::npos, text.body());
+  BOOST_TEST(text.body().find("on sleep (due in") != std::string::npos, text.body());
+  BOOST_TEST(text.body().find("http_session.hpp:") != std::string::npos, text.body());
+  // This request's own session is running while it answers.
+  BOOST_TEST(text.body().find(": running for") != std::string::npos, text.body());
+  server.signal(SIGUSR1);
+  server.wait_for_output("on sleep (due in");
+  BOOST_TEST(c.get("/").result_int() == 200);  // still serving
+  BOOST_TEST(server.interrupt() == 0);         // the sleep is cancelled after the grace period
+}
+
 BOOST_AUTO_TEST_CASE(http_graceful_shutdown_finishes_requests_in_flight) {
   server_process server(arguments());
   http_connection busy(server.endpoint());
@@ -768,6 +802,14 @@ BOOST_AUTO_TEST_CASE(a_signal_right_after_listening_is_a_graceful_shutdown) {
   server_process again(arguments());
   again.signal(SIGTERM);
   BOOST_TEST(again.exit_status() == 0);
+}
+
+// A supervisor that sends SIGTERM again and again until the server has gone: the first begins
+// the graceful shutdown, the others change nothing (also while the server is exiting).
+BOOST_AUTO_TEST_CASE(a_signal_repeated_until_the_server_exits_is_one_graceful_shutdown) {
+  server_process server(arguments({"--grace-ms", "50"}));
+  server.signal_until_exit(SIGTERM);
+  BOOST_TEST(server.exit_status() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(existing_server_with_coral_added) {

@@ -21,6 +21,7 @@ class async_op_results {
 
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::asio_operation; }
 
   bool await_ready() const noexcept { return false; }
 

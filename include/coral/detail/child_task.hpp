@@ -99,7 +99,13 @@ class child_segment_awaiter : public external_wait {
         state_->cancel();
       } else if (state_->completed()) {
         // The child has ended: what is left of its result goes here, before the parent goes on.
-        // (A child the parent let go of when its context shut down may still be running.)
+        // (A child the parent let go of when its context shut down may still be running.) A
+        // parent destroyed before it took the result (its context shut down) did not hear of
+        // the child's operation_aborted, but that is the parent's cancellation, forwarded: not a
+        // failure to report.
+        if (state_->result().has_exception() && is_operation_aborted(state_->result().exception())) {
+          state_->mark_observed();
+        }
         state_->drop_result();
       }
       state_->release();
@@ -125,6 +131,7 @@ class child_segment_awaiter : public external_wait {
     forward_cancel = forward_cancel && parent_segment.op_slot().is_connected();
     auto* state = new child_segment_state<T>(place(executor, forward_cancel));
     state->attach(std::exchange(guard.f, nullptr));
+    state->start_record(&parent_segment, {});
     state->local = &state->gate() == &parent_segment.gate();
     if (!state->local) state->parent_gate = parent_segment.shared_gate();
     state_ = state;

@@ -18,6 +18,7 @@ template <class R>
 class future_awaiter {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::future; }
   static constexpr std::chrono::microseconds first_delay{50};
   static constexpr std::chrono::microseconds max_delay{5000};
 

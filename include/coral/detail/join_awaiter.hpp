@@ -72,6 +72,7 @@ class join_awaiter_base : public external_wait {
     auto* member =
         new join_member<T>(hosted ? parent_segment_->hosted_placement() : place(executor, true), *join_, index);
     member->attach(std::exchange(guard.f, nullptr));
+    member->start_record(parent_segment_, {});
     member->add_ref();  // the awaiter's, until it has taken the result
     join_->add_child(*member, hosted, &member->gate() == &parent_segment_->gate(), *parent_segment_);
     return member;

@@ -10,6 +10,7 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/frame_allocator.hpp"
+#include "coral/detail/task_record.hpp"
 #include "coral/detail/task_result.hpp"
 #include "coral/detail/task_segment.hpp"
 
@@ -138,6 +139,10 @@ class promise_base {
     void await_suspend(std::coroutine_handle<>) const noexcept {
       promise_base& p = *self;
       if (p.root_) {
+#if CORAL_TASK_TRACKING
+        if (task_record* record = p.root_->record()) [[unlikely]]
+          record_suspend(*record);  // its last run counts too
+#endif
         p.root_->complete();  // destroys this frame
       } else {
         p.continuation_.resume();
@@ -145,21 +150,30 @@ class promise_base {
     }
     void await_resume() const noexcept {}
   };
-  final_awaiter final_suspend() noexcept { return {this}; }
+  final_awaiter final_suspend() noexcept {
+    return {this};
+  }
 
   // What a task can co_await, and the awaiter each becomes. Defined with the public types it
   // dispatches on (coral/impl/promise.hpp), which the headers of coroutine types include.
+  // `where`: the co_await's place in the source, for the task's record (coral::dump_tasks).
   template <class A>
-  decltype(auto) await_transform(A&& awaitable);
+  decltype(auto) await_transform(A&& awaitable, code_location where = code_location::here());
 
-  task_segment& segment() const noexcept { return *segment_; }
+  task_segment& segment() const noexcept {
+    return *segment_;
+  }
   // Who resumes when this coroutine hands control back (set by run_inline).
-  std::coroutine_handle<> continuation() const noexcept { return continuation_; }
+  std::coroutine_handle<> continuation() const noexcept {
+    return continuation_;
+  }
 
   // Wiring, set by whoever starts the coroutine.
-  void run_inline(task_segment& segment, std::coroutine_handle<> continuation) noexcept {
+  template <class Promise>
+  void run_inline(task_segment& segment, std::coroutine_handle<Promise> continuation) noexcept {
     segment_ = &segment;
     continuation_ = continuation;
+    depth_ = static_cast<std::uint16_t>(static_cast<promise_base&>(continuation.promise()).depth_ + 1);
   }
   void run_as_root(task_segment& root) noexcept {
     segment_ = &root;
@@ -167,6 +181,20 @@ class promise_base {
   }
 
  private:
+  // Records the co_await at `where` in the task's record, if it has one: `wait()` gives what it
+  // waits on, as {wait_kind, detail}.
+  template <class Wait>
+  void note_await(const code_location& where, Wait&& wait) noexcept {
+#if CORAL_TASK_TRACKING
+    if (task_record* record = segment_->record()) [[unlikely]] {
+      const auto [kind, detail] = wait();
+      record_await(*record, depth_, where, kind, detail);
+    }
+#else
+    static_cast<void>(where), static_cast<void>(wait);
+#endif
+  }
+
   // asio::this_coro's cancellation helpers, with coral's level-triggered model: a cancelled task
   // stays cancelled and every suspension point throws operation_aborted (see cancellation.md).
   template <class D>
@@ -202,7 +230,20 @@ class promise_base {
   std::coroutine_handle<> continuation_;
   // Set on the outermost coroutine of a segment (a spawned task, a child on another executor).
   task_segment* root_ = nullptr;
+  // How many coroutines of the segment await this one (0: the outermost).
+  std::uint16_t depth_ = 0;
 };
+
+// What a coral awaitable waits on, for the task's record: {kind, detail} (the detail is the
+// address of the object waited on, or a sleep's deadline).
+template <class D>
+std::pair<wait_kind, std::int64_t> wait_of(const D& awaitable) noexcept {
+  wait_kind kind = wait_kind::none;
+  std::int64_t detail = 0;
+  if constexpr (requires { awaitable.coral_wait_kind(); }) kind = awaitable.coral_wait_kind();
+  if constexpr (requires { awaitable.coral_wait_detail(); }) detail = awaitable.coral_wait_detail();
+  return {kind, detail};
+}
 
 // `co_return no_result;` ends a task<T> with no result at all: a race branch that lost ends so,
 // since the join never reads a loser's result, and no T is made for it (T need not be

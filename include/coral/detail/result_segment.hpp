@@ -60,8 +60,9 @@ struct job_callback_fn final : job_callback<T> {
 void report_unobserved_exception(const std::exception_ptr& e) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
-// Whether `e` is a boost::system::system_error with `code`.
+// Whether `e` is a boost::system::system_error with `code` (no exception is not).
 inline bool has_error_code(const std::exception_ptr& e, const boost::system::error_code& code) noexcept {
+  if (!e) return false;
   try {
     std::rethrow_exception(e);
   } catch (const boost::system::system_error& error) {
@@ -122,7 +123,7 @@ class result_segment : public task_segment {
   // (Not a new turn of the executor: the caller's turn goes on.)
   void start_here() {
     keep_alive keep(this);
-    frame_.resume();
+    resume_segment(*this, frame_);
   }
 
   void complete() noexcept override {

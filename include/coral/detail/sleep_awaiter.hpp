@@ -73,6 +73,11 @@ class sleep_awaiter {
 
   bool await_ready() const noexcept { return false; }
 
+  static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::sleep; }
+  std::int64_t coral_wait_detail() const noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_.time_since_epoch()).count();
+  }
+
   // A sleep may be raced in when_any (`when_any(ch.receive(), sleep_for(1s))`): losing, it has
   // done nothing.
   void enter_race(race_ticket) noexcept {}

@@ -52,14 +52,16 @@ using task_of_t = typename task_of<A>::type;
 // Creates the root of a spawned task, with one object reference for the caller, not started yet.
 // If the callable throws, nothing is left behind (no state, no outstanding work).
 // `cancellable`: whether anything will be able to cancel the task (a job handle, a slot).
+// `where`: where it was spawned, for its record (coral::dump_tasks).
 template <class Source>
-auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable) {
+auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable, const code_location& where) {
   using task_type = task_of_t<Source>;
   using T = typename task_type::value_type;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
     auto* state = new result_segment<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable));
     state->attach(task_type(std::move(source)).release());
+    state->start_record(nullptr, where);
     state->add_ref();
     return state;
   } else {
@@ -70,6 +72,7 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
       task_type t = state->make_task();
       if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");
       state->attach(t.release());
+      state->start_record(nullptr, where);
     } catch (...) {
       state->release();
       throw;
@@ -157,10 +160,10 @@ class pending_reference {
 
 struct initiate_spawn {
   template <class Handler, class Source>
-  void operator()(Handler handler, asio::any_io_executor executor, Source source) const {
+  void operator()(Handler handler, asio::any_io_executor executor, Source source, code_location where) const {
     using T = typename task_of_t<Source>::value_type;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    auto* state = make_root(executor, std::move(source), slot.is_connected());
+    auto* state = make_root(executor, std::move(source), slot.is_connected(), where);
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // As with any Asio operation, the pending completion is outstanding work on the handler's
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.

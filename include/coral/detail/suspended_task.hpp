@@ -41,25 +41,35 @@ class suspended_task {
     segment_ = &segment;
     coroutine_ = coroutine;
     keep_ = keep_alive(&segment);
+#if CORAL_TASK_TRACKING
+    if (task_record* record = segment.record()) [[unlikely]]
+      record_suspend(*record);
+#endif
   }
 
-  task_segment& segment() const noexcept { return *segment_; }
+  task_segment& segment() const noexcept {
+    return *segment_;
+  }
 
   void resume_here() {
     auto keep = std::move(keep_);
-    coroutine_.resume();
+    resume_segment(*segment_, coroutine_);
   }
 
   // On the task's executor: at the back of its queue.
-  void resume_soon() { asio::post(segment_->executor(), resume_handler{coroutine_, std::move(keep_)}); }
+  void resume_soon() {
+    asio::post(segment_->executor(), queued_resumption());
+  }
 
   // On the task's executor, from one of its handlers: once that handler has returned.
-  void resume_after_this_handler() { asio::defer(segment_->executor(), resume_handler{coroutine_, std::move(keep_)}); }
+  void resume_after_this_handler() {
+    asio::defer(segment_->executor(), queued_resumption());
+  }
 
   // Nothing touches this object once the task is posted (it may be gone).
   void resume_later() {
     task_segment* segment = segment_;
-    segment->gate().post(segment->executor(), resume_handler{coroutine_, std::move(keep_)});
+    segment->gate().post(segment->executor(), queued_resumption());
   }
   // As resume_later(), for a caller holding a pass on the task's gate (see
   // queued_waiter::claim_for_wake): the context exists until the pass is left, also if its
@@ -67,7 +77,7 @@ class suspended_task {
   // the thread destroying it), so the post does not ask the gate again.
   void resume_later_within_pass() {
     task_segment* segment = segment_;
-    asio::post(segment->executor(), resume_handler{coroutine_, std::move(keep_)});
+    asio::post(segment->executor(), queued_resumption());
   }
 
   // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
@@ -101,9 +111,20 @@ class suspended_task {
 
   // Lets go of the segment without resuming it (its wait was abandoned). May destroy the frame
   // that holds this object: nothing may touch it afterwards.
-  void let_go() noexcept { keep_.reset(); }
+  void let_go() noexcept {
+    keep_.reset();
+  }
 
  private:
+  // The resumption to queue on the task's executor (its record says it is queued from now).
+  resume_handler queued_resumption() noexcept {
+#if CORAL_TASK_TRACKING
+    if (task_record* record = segment_->record()) [[unlikely]]
+      record_queued(*record);
+#endif
+    return resume_handler{coroutine_, std::move(keep_)};
+  }
+
   task_segment* segment_ = nullptr;
   std::coroutine_handle<> coroutine_;
   keep_alive keep_;

@@ -21,10 +21,11 @@ inline void throw_if_failed(const boost::system::error_code& error, const char* 
 // context shut down between the hand-off and the resumption), the destructor hands the permit on.
 class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
  public:
-  permit_awaiter(std::shared_ptr<permit_state> state, const char* what) noexcept
-      : task_waiter(std::move(state)), what_(what) {}
+  permit_awaiter(std::shared_ptr<permit_state> state, const char* what, wait_kind kind) noexcept
+      : task_waiter(std::move(state)), what_(what), kind_(kind) {}
   // Movable only before it is awaited (when_all and the like take awaitables by value).
-  permit_awaiter(permit_awaiter&& other) noexcept : task_waiter(std::move(other)), what_(other.what_) {}
+  permit_awaiter(permit_awaiter&& other) noexcept
+      : task_waiter(std::move(other)), what_(other.what_), kind_(other.kind_) {}
   ~permit_awaiter() {
     if (attempted_ && !this->error) state_->give_back(1, nullptr);
   }
@@ -52,8 +53,11 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   // acquire did not happen (operation_aborted: it lost, or was cancelled); no permit was taken.
   bool lost_race() noexcept { return this->finish_if_aborted(); }
 
+  wait_kind coral_wait_kind() const noexcept { return kind_; }
+
  private:
   const char* what_;
+  wait_kind kind_;
   bool attempted_ = false;  // acquire() ran and its permit has not reached the task yet
 };
 
@@ -62,8 +66,8 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
 template <class Guard, class Mutex>
 class lock_awaiter : public permit_awaiter {
  public:
-  lock_awaiter(std::shared_ptr<permit_state> state, Mutex& mutex, const char* what) noexcept
-      : permit_awaiter(std::move(state), what), mutex_(&mutex) {}
+  lock_awaiter(std::shared_ptr<permit_state> state, Mutex& mutex, const char* what, wait_kind kind) noexcept
+      : permit_awaiter(std::move(state), what, kind), mutex_(&mutex) {}
 
   [[nodiscard]] Guard await_resume() {
     permit_awaiter::await_resume();
@@ -87,8 +91,8 @@ class permit_owner {
   ~permit_owner() { state_->abort_all(); }
 
   template <class Guard, class Owner>
-  lock_awaiter<Guard, Owner> wait_for_permit(Owner& owner, const char* what) {
-    return {state_, owner, what};
+  lock_awaiter<Guard, Owner> wait_for_permit(Owner& owner, const char* what, wait_kind kind) {
+    return {state_, owner, what, kind};
   }
   bool try_take() { return state_->try_acquire(); }
   void give_back(std::size_t n) { state_->give_back(n, nullptr); }
@@ -123,6 +127,7 @@ class permit_guard {
 class event_awaiter : public task_waiter<event_state, queued_waiter> {
  public:
   using task_waiter::task_waiter;
+  static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::event_wait; }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {

@@ -21,6 +21,7 @@ template <class T>
 class task_awaiter {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::child_task; }
   using handle_type = std::coroutine_handle<task_promise<T>>;
 
   explicit task_awaiter(handle_type child) noexcept : child_(child) {}
@@ -64,6 +65,7 @@ template <class T>
 class task_on_awaiter {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::child_task; }
   using handle_type = std::coroutine_handle<task_promise<T>>;
 
   task_on_awaiter(handle_type child, asio::any_io_executor executor, bool shielded = false) noexcept

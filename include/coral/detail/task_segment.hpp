@@ -13,6 +13,7 @@
 #include "coral/detail/context_gate.hpp"
 #include "coral/detail/ref_counted.hpp"
 #include "coral/detail/segment_attachment.hpp"
+#include "coral/detail/task_record.hpp"
 
 namespace coral::detail {
 
@@ -140,6 +141,24 @@ class task_segment : public gate_member {
   // Called from the final suspension of the segment's outermost coroutine, on its executor.
   virtual void complete() noexcept = 0;
 
+  // The segment's record for coral::dump_tasks, if tracking was on when it was made (null
+  // otherwise). Made by its creator, before it starts: `parent`, the segment awaiting it (a
+  // child's, a join branch's), or null for a spawned task, spawned at `where`.
+#if CORAL_TASK_TRACKING
+  task_record* record() const noexcept {
+    return record_;
+  }
+  void start_record(const task_segment* parent, const code_location& where) {
+    if (task_tracking_on.load(std::memory_order_relaxed)) [[unlikely]]
+      make_own_record(parent, where);
+  }
+#else
+  static constexpr task_record* record() noexcept {
+    return nullptr;
+  }
+  void start_record(const task_segment*, const code_location&) noexcept {}
+#endif
+
  protected:
   virtual ~task_segment();
 
@@ -155,12 +174,17 @@ class task_segment : public gate_member {
   void mark_ended() noexcept {
     ended_.store(true, std::memory_order_release);
     signal_.slot().clear();
+#if CORAL_TASK_TRACKING
+    if (record_) free_record(std::exchange(record_, nullptr));
+#endif
   }
 
   void abandon() noexcept override;
 
  private:
-  void destroy_self() noexcept override { delete this; }
+  void destroy_self() noexcept override {
+    delete this;
+  }
 
   void note_cause(cancel_cause cause) noexcept {
     cancel_cause seen = cause_.load(std::memory_order_relaxed);
@@ -176,7 +200,13 @@ class task_segment : public gate_member {
   using tracked =
       std::decay_t<decltype(asio::prefer(std::declval<Executor>(), asio::execution::outstanding_work.tracked))>;
   void drop_executor() noexcept;
+#if CORAL_TASK_TRACKING
+  void make_own_record(const task_segment* parent, const code_location& where);
+#endif
 
+#if CORAL_TASK_TRACKING
+  task_record* record_ = nullptr;
+#endif
   // The segment itself, or the one hosting it (an object reference is held on it).
   task_segment* const host_;
   // Empty in a hosted segment.
@@ -211,6 +241,16 @@ using keep_alive = counted_ref<task_segment, keep_alive_references>;
 // An object reference to a segment.
 using segment_ref = counted_ref<task_segment>;
 
+// Resumes `coroutine`, of `segment`: its turn, for its record if it has one.
+inline void resume_segment(task_segment& segment, std::coroutine_handle<> coroutine) {
+#if CORAL_TASK_TRACKING
+  if (task_record* record = segment.record()) [[unlikely]]
+    return record_run(*record, [&] { coroutine.resume(); });
+#endif
+  static_cast<void>(segment);
+  coroutine.resume();
+}
+
 // Resumes a suspended coroutine when invoked (through the executor it was posted to). If it is
 // destroyed uninvoked, for example with its io_context, it lets go of the chain, which frees it.
 // How many tasks a thread may resume on the spot (a waker running the task it woke, on the same
@@ -229,7 +269,7 @@ struct resume_handler {
   void operator()() {
     inline_resumes_left = inline_resumes_per_turn;
     auto k = std::move(keep);
-    std::exchange(coroutine, nullptr).resume();
+    resume_segment(*k, std::exchange(coroutine, nullptr));
   }
 };
 

@@ -99,6 +99,11 @@ class task_waiter : public Waiter, public external_wait {
 
   bool await_ready() const noexcept { return false; }
 
+  // For the task's record: the primitive waited on.
+  std::int64_t coral_wait_detail() const noexcept {
+    return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(state_.get()));
+  }
+
   // Makes the operation a branch of a race: it happens only if it wins (see queued_waiter::ticket).
   void enter_race(race_ticket t) noexcept { this->ticket = t; }
 

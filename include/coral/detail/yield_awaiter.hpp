@@ -8,6 +8,7 @@ namespace coral::detail {
 
 struct yield_awaiter {
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::yield; }
   task_segment* segment = nullptr;
 
   bool await_ready() const noexcept { return false; }

@@ -48,6 +48,7 @@ class channel_task_waiter : public task_waiter<channel_state<T>, Waiter> {
 template <class T>
 class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
  public:
+  static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::channel_send; }
   channel_send_awaiter(std::shared_ptr<channel_state<T>> state, T value)
       : channel_task_waiter<T, send_waiter<T>>(std::move(state)), value_(std::move(value)) {
     this->value = &value_;
@@ -79,6 +80,7 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
 template <class T>
 class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
  public:
+  static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::channel_receive; }
   explicit channel_receive_base(std::shared_ptr<channel_state<T>> state)
       : channel_task_waiter<T, receive_waiter<T>>(std::move(state)) {
     this->destination = &received_;

@@ -87,6 +87,9 @@ template <class A>
 struct race_branch_awaiter {
   using coral_awaitable = void;
   A& awaitable;
+  // (What the branch waits on is what the awaitable does.)
+  wait_kind coral_wait_kind() const noexcept { return wait_of(awaitable).first; }
+  std::int64_t coral_wait_detail() const noexcept { return wait_of(awaitable).second; }
   bool await_ready() { return awaitable.await_ready(); }
   template <class Promise>
   decltype(auto) await_suspend(std::coroutine_handle<Promise> coroutine) {
@@ -150,6 +153,7 @@ template <join_kind Kind, class... Tasks>
 class tuple_join_awaiter : protected join_awaiter_base {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::join; }
 
   explicit tuple_join_awaiter(Tasks... tasks) : tasks_(std::move(tasks)...) {
     std::apply(
@@ -212,6 +216,7 @@ template <join_kind Kind, class Task>
 class vector_join_awaiter : protected join_awaiter_base {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::join; }
   using value_type = typename Task::value_type;
 
   explicit vector_join_awaiter(std::vector<Task> tasks) : tasks_(std::move(tasks)) {

@@ -18,19 +18,29 @@
 namespace coral::detail {
 
 template <class A>
-decltype(auto) promise_base::await_transform(A&& awaitable) {
+decltype(auto) promise_base::await_transform(A&& awaitable, code_location where) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_task_v<D>) {
+    note_await(where, [] { return std::pair{wait_kind::child_task, std::int64_t{0}}; });
     return make_task_awaiter(std::move(awaitable));
   } else if constexpr (is_duration_v<D>) {
-    return sleep_awaiter::after(awaitable);
+    auto sleep = sleep_awaiter::after(awaitable);
+    note_await(where, [&] { return wait_of(sleep); });
+    return sleep;
   } else if constexpr (std::is_same_v<D, asio::this_coro::executor_t>) {
     return executor_awaiter{segment_->executor()};
   } else if constexpr (is_this_coro_cancellation_v<D>) {
     return this_coro_cancellation(awaitable);
+  } else if constexpr (std::is_same_v<D, task_name_request>) {
+#if CORAL_TASK_TRACKING
+    if (task_record* record = segment_->record()) rename_record(*record, std::move(awaitable.name));
+#endif
+    return ready_value<void>{};
   } else if constexpr (requires { typename D::coral_awaitable; }) {
+    note_await(where, [&] { return wait_of(awaitable); });
     return awaiter_ref<D>{awaitable};
   } else if constexpr (is_asio_awaitable_v<D>) {
+    note_await(where, [] { return std::pair{wait_kind::asio_awaitable, std::int64_t{0}}; });
     // `co_await legacy()` of an asio::awaitable: it runs on the task's executor (on the task's
     // awaitable thread, see awaitable_bridge.hpp), its exception propagates and the task's
     // cancellation reaches it.
@@ -43,9 +53,11 @@ decltype(auto) promise_base::await_transform(A&& awaitable) {
       return asio::co_spawn(segment_->executor(), std::move(awaitable), use_task);
     }
   } else if constexpr (asio::is_deferred<D>::value) {
+    note_await(where, [] { return std::pair{wait_kind::asio_operation, std::int64_t{0}}; });
     // `co_await timer.async_wait(asio::deferred)`, or a composed deferred operation.
     return std::move(awaitable)(use_task);
   } else {
+    note_await(where, [] { return std::pair{wait_kind::foreign, std::int64_t{0}}; });
     return foreign_awaiter<A>(std::forward<A>(awaitable));
   }
 }

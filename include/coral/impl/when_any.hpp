@@ -97,6 +97,7 @@ class select_awaiter {
 
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::join; }
 
   explicit select_awaiter(A... a) : arguments_(std::move(a)...) {
     std::apply(

@@ -40,6 +40,7 @@ template <class Task>
 class timed_awaiter : protected join_awaiter_base {
  public:
   using coral_awaitable = void;
+  static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::join; }
   using value_type = typename Task::value_type;
 
   timed_awaiter(Task operation, std::chrono::steady_clock::time_point deadline)

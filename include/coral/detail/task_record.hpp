@@ -1,0 +1,183 @@
+#pragma once
+
+// What coral keeps of a live task for coral::dump_tasks (coral/task_tracking.hpp): its record,
+// written by the task's own thread at each suspension and resumption, read by any thread that
+// dumps. Compiled in unless CORAL_TASK_TRACKING is 0 (the CMake option of the same name); kept
+// only for tasks started while tracking is switched on.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <typeinfo>
+
+#ifndef CORAL_TASK_TRACKING
+#define CORAL_TASK_TRACKING 1
+#endif
+
+namespace coral::detail {
+
+// A place in the source: where a coroutine awaits, or where a task was spawned. Filled in by
+// default arguments at the call site (the compilers' builtins, which every supported compiler
+// has, where std::source_location is missing under clang 14 with libstdc++). The strings are
+// literals in the program: a record may point at them for as long as the program runs.
+struct code_location {
+#if CORAL_TASK_TRACKING
+  const char* file = nullptr;
+  const char* function = nullptr;
+  std::uint32_t line = 0;
+  static constexpr code_location here(const char* file = __builtin_FILE(), const char* function = __builtin_FUNCTION(),
+                                      std::uint32_t line = __builtin_LINE()) noexcept {
+    return {file, function, line};
+  }
+#else
+  static constexpr code_location here() noexcept {
+    return {};
+  }
+#endif
+};
+
+// What a suspended task waits on.
+enum class wait_kind : std::uint8_t {
+  none,
+  child_task,       // a child task (its own record, when it runs as a segment of its own, says more)
+  join,             // when_all / when_any / with_timeout / && / || (the branches are child tasks)
+  group_join,       // task_group::join()
+  sleep,            // a duration, sleep_for, sleep_until (detail: the deadline)
+  yield,            // yield(): queued on its executor
+  asio_operation,   // an Asio operation awaited with use_task (or a deferred one)
+  asio_awaitable,   // an asio::awaitable
+  channel_send,     // (detail: the channel's address)
+  channel_receive,  // (detail: the channel's address)
+  mutex_lock,       // (detail: the mutex's address)
+  semaphore_acquire,
+  event_wait,
+  future,           // as_awaiter(std::future)
+  awaiter,          // an awaiter<R>
+  async_generator,  // the next value of an async_generator
+  foreign,          // any other awaitable
+};
+
+const char* to_string(wait_kind kind) noexcept;
+
+// Where a task runs, as far as a dump can tell.
+enum class executor_kind : std::uint8_t { io_context, thread_pool, other };
+
+// The record of one segment of a task (a spawned task, a child on another executor, a join's
+// branch). Written only on the task's own thread (its executor runs one thing at a time) and
+// read by dumps on any thread: every field a dump reads is atomic (relaxed: a dump is a
+// snapshot, and a field written meanwhile shows its old or its new value). Records are linked
+// into the registry, whose lock a dump holds: a record is freed only after it is unlinked.
+class task_record {
+ public:
+  enum class state : std::uint8_t { queued, running, suspended };
+  // The innermost coroutines of a segment whose await is recorded: deeper ones are counted.
+  static constexpr std::uint16_t max_frames = 16;
+
+  struct frame {
+    std::atomic<const char*> file{nullptr};
+    std::atomic<const char*> function{nullptr};
+    std::atomic<std::uint32_t> line{0};
+  };
+
+  // (Set before the record is linked, never changed: a dump reads them without atomics.)
+  std::uint64_t id = 0;
+  std::uint64_t parent = 0;      // the task awaiting this one (a child, a join's branch), or 0
+  std::uint64_t spawned_by = 0;  // the task that was running where this one was spawned, or 0
+  code_location spawned_at;
+  const void* context = nullptr;  // the execution context
+  const std::type_info* executor_type = nullptr;
+  executor_kind context_kind = executor_kind::other;
+  bool strand = false;
+  std::int64_t created_ns = 0;
+
+  // Guarded by the registry's lock (set rarely, by this_task::set_name).
+  std::string name;
+
+  std::atomic<state> current{state::queued};
+  std::atomic<wait_kind> waits_on{wait_kind::none};
+  std::atomic<std::int64_t> wait_detail{0};
+  std::atomic<std::int64_t> since_ns{0};  // when it entered its current state
+  std::atomic<std::uint16_t> depth{0};    // awaiting coroutines recorded in frames (the innermost last)
+  std::atomic<std::uint64_t> resumes{0};
+  std::atomic<std::int64_t> busy_ns{0};
+  frame frames[max_frames];
+
+  // The task's own thread only.
+  std::int64_t resumed_at_ns = 0;
+  code_location resumed_from;        // the co_await it was last resumed from
+  std::uint8_t stalls_reported = 0;  // bit 0: ran too long, bit 1: queued too long
+
+  // Links in the registry (guarded by its lock).
+  task_record* prev = nullptr;
+  task_record* next = nullptr;
+};
+
+// The steady clock, in nanoseconds.
+inline std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// `co_await this_task::set_name(n)`: names the task in its record.
+struct task_name_request {
+  std::string name;
+};
+
+// Whether tasks started now get a record.
+extern std::atomic<bool> task_tracking_on;
+
+// The record of the task running on this thread, if it has one (set around each resumption).
+inline constinit thread_local task_record* running_record = nullptr;
+
+// Registry: records are made and linked by make_record(), unlinked and freed by free_record().
+task_record* make_record(std::uint64_t parent, std::uint64_t spawned_by, const code_location& where,
+                         const void* context, const std::type_info* executor_type, executor_kind kind, bool strand);
+void free_record(task_record* record) noexcept;
+void rename_record(task_record& record, std::string name);
+
+// On the task's thread. `depth`: the awaiting coroutine's depth in its segment (0: the outermost).
+inline void record_await(task_record& record, std::uint16_t depth, const code_location& where, wait_kind kind,
+                         std::int64_t detail) noexcept {
+#if CORAL_TASK_TRACKING
+  if (depth < task_record::max_frames) {
+    auto& f = record.frames[depth];
+    f.file.store(where.file, std::memory_order_relaxed);
+    f.function.store(where.function, std::memory_order_relaxed);
+    f.line.store(where.line, std::memory_order_relaxed);
+  }
+  record.depth.store(static_cast<std::uint16_t>(depth + 1), std::memory_order_relaxed);
+  record.waits_on.store(kind, std::memory_order_relaxed);
+  record.wait_detail.store(detail, std::memory_order_relaxed);
+#else
+  static_cast<void>(record), static_cast<void>(depth), static_cast<void>(where), static_cast<void>(kind),
+      static_cast<void>(detail);
+#endif
+}
+// The task suspends (or, for a record's last call, ends): its time running counts as busy.
+void record_suspend(task_record& record) noexcept;
+// A resumption of the task is queued on its executor.
+void record_queued(task_record& record) noexcept;
+// Runs `resume()` (which resumes the task) as the task's turn: running state, resume count,
+// queue wait, and the time it runs, less the time of tasks it resumes on its stack.
+template <class Resume>
+void record_run(task_record& record, Resume&& resume);
+
+void begin_run(task_record& record) noexcept;
+// After a run that began at `began_ns` (the record may be gone: it is not touched).
+void end_run(task_record* outer, std::int64_t began_ns) noexcept;
+
+template <class Resume>
+void record_run(task_record& record, Resume&& resume) {
+  task_record* outer = running_record;
+  begin_run(record);
+  const std::int64_t began = record.resumed_at_ns;
+  struct restore {
+    task_record* outer;
+    std::int64_t began;
+    ~restore() { end_run(outer, began); }
+  } guard{outer, began};
+  resume();
+}
+
+}  // namespace coral::detail

@@ -1,0 +1,71 @@
+#pragma once
+
+// What every live task is doing, while the program runs:
+//
+//   coral::set_task_tracking(true);          // or CORAL_TASK_TRACKING=1 in the environment
+//   ...
+//   coral::dump_tasks(std::cerr);            // text: one block per root task, its tree indented
+//   coral::dump_tasks_json(out);             // the same as JSON (schema in docs/observability.md)
+//   co_await coral::this_task::set_name("session 10.0.0.7:5123");
+//   coral::set_stall_detector(10ms);         // reports a task that runs 10 ms without suspending
+//
+// A task started while tracking is on is listed until it ends: its id, name, where it was
+// spawned, its executor, its state (queued, running, suspended) and for how long, its resumes and
+// time running, and, for a suspended task, what it waits on and where: the co_await of each of
+// its coroutines, innermost first (its async stack), followed by those of the task awaiting it.
+// The source locations come from coral's co_await and spawn themselves: users write nothing.
+//
+// Tracking costs a clock reading per resumption and suspension, and a lock per task started and
+// ended; switched off (the default), a task costs one pointer test per co_await. Built with the
+// CMake option CORAL_TASK_TRACKING=OFF, none of it is compiled in (the functions below then
+// print that tracking is not compiled in).
+//
+// Thread safety: every function may be called from any thread, also from inside a task, while
+// tasks run on every executor; a dump never stops an executor and never waits for a task.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include "coral/detail/task_record.hpp"
+
+namespace coral {
+
+// Switches tracking on or off for the tasks started from now on (those running keep their
+// state). Initially on when the environment variable CORAL_TASK_TRACKING is 1.
+void set_task_tracking(bool on) noexcept;
+bool task_tracking() noexcept;
+
+// Writes every live tracked task: text, or one JSON object.
+void dump_tasks(std::ostream& out);
+void dump_tasks_json(std::ostream& out);
+
+// How many tracked tasks are alive.
+std::size_t tracked_task_count() noexcept;
+
+// A task that kept its executor's thread too long, or waited too long in its executor's queue.
+struct stall_report {
+  enum class kind { ran_too_long, queued_too_long };
+  kind what;
+  std::uint64_t task_id;
+  std::string task_name;
+  std::chrono::nanoseconds duration;
+  std::string executor;  // e.g. "io_context 0x55d0c8a0 (strand)"
+  // ran_too_long: the co_await it resumed from and the one where it suspended again (or "its
+  // end"); queued_too_long: the co_await it was resumed from.
+  std::string from;
+  std::string to;
+};
+// The default report: one line on stderr.
+std::string to_string(const stall_report& report);
+
+// Reports each tracked task, once, that runs longer than `threshold` between two suspension
+// points (it blocks its executor), and each task, once, whose resumption after a suspension waited
+// longer than `threshold` in its executor's queue (something else blocks it). `report` runs on the task's thread, in no
+// lock of coral's; by default it writes to_string(report) to stderr. A threshold of zero switches the detector off (the
+// default).
+void set_stall_detector(std::chrono::nanoseconds threshold, std::function<void(const stall_report&)> report = {});
+
+}  // namespace coral

@@ -1,0 +1,547 @@
+#include "coral/task_tracking.hpp"
+
+#include <algorithm>
+#include <boost/core/demangle.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace coral {
+namespace detail {
+
+namespace {
+
+bool tracking_from_environment() noexcept {
+  const char* v = std::getenv("CORAL_TASK_TRACKING");
+  return CORAL_TASK_TRACKING && v && std::strcmp(v, "1") == 0;
+}
+
+// The live records, newest first. Never destroyed: tasks end during static destruction too
+// (the default executors shut down).
+struct registry {
+  std::mutex mutex;
+  task_record* newest = nullptr;
+  std::size_t count = 0;
+  std::uint64_t last_id = 0;
+};
+registry& the_registry() {
+  static registry* const r = new registry;
+  return *r;
+}
+
+struct stall_detector {
+  std::atomic<std::int64_t> threshold_ns{0};
+  std::mutex mutex;
+  // Shared so that a report in flight keeps the function it started with while another is set.
+  std::shared_ptr<const std::function<void(const stall_report&)>> report;
+};
+stall_detector& the_detector() {
+  static stall_detector* const d = new stall_detector;
+  return *d;
+}
+
+std::string where(const char* file, const char* function, std::uint32_t line) {
+  if (!file) return "?";
+  std::string s = file;
+  s += ':';
+  s += std::to_string(line);
+  if (function && *function) {
+    s += " in ";
+    s += function;
+  }
+  return s;
+}
+std::string where(const code_location& l) {
+#if CORAL_TASK_TRACKING
+  return where(l.file, l.function, l.line);
+#else
+  static_cast<void>(l);
+  return "?";
+#endif
+}
+
+std::string describe_executor(executor_kind kind, const void* context, const std::type_info* type, bool strand) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", context);
+  std::string s;
+  switch (kind) {
+    case executor_kind::io_context:
+      s = std::string("io_context ") + address;
+      break;
+    case executor_kind::thread_pool:
+      s = std::string("thread_pool ") + address;
+      break;
+    case executor_kind::other:
+      s = (type ? boost::core::demangle(type->name()) : std::string("executor")) + " on context " + address;
+      break;
+  }
+  if (strand) s += " (strand)";
+  return s;
+}
+
+void report_stall(const task_record& record, stall_report::kind what, std::int64_t duration_ns, std::string to) {
+  stall_report report{what,
+                      record.id,
+                      {},
+                      std::chrono::nanoseconds(duration_ns),
+                      describe_executor(record.context_kind, record.context, record.executor_type, record.strand),
+                      where(record.resumed_from),
+                      std::move(to)};
+  std::shared_ptr<const std::function<void(const stall_report&)>> f;
+  {
+    std::lock_guard lock(the_registry().mutex);
+    report.task_name = record.name;
+  }
+  {
+    std::lock_guard lock(the_detector().mutex);
+    f = the_detector().report;
+  }
+  try {
+    if (f && *f) {
+      (*f)(report);
+    } else {
+      std::fprintf(stderr, "%s\n", to_string(report).c_str());
+    }
+  } catch (...) {
+    std::fprintf(stderr, "coral: the stall report threw an exception (ignored)\n");
+  }
+}
+
+}  // namespace
+
+std::atomic<bool> task_tracking_on{tracking_from_environment()};
+
+const char* to_string(wait_kind kind) noexcept {
+  switch (kind) {
+    case wait_kind::none:
+      return "nothing";
+    case wait_kind::child_task:
+      return "child task";
+    case wait_kind::join:
+      return "join";
+    case wait_kind::group_join:
+      return "task_group join";
+    case wait_kind::sleep:
+      return "sleep";
+    case wait_kind::yield:
+      return "yield";
+    case wait_kind::asio_operation:
+      return "asio operation";
+    case wait_kind::asio_awaitable:
+      return "asio::awaitable";
+    case wait_kind::channel_send:
+      return "channel send";
+    case wait_kind::channel_receive:
+      return "channel receive";
+    case wait_kind::mutex_lock:
+      return "mutex lock";
+    case wait_kind::semaphore_acquire:
+      return "semaphore acquire";
+    case wait_kind::event_wait:
+      return "event wait";
+    case wait_kind::future:
+      return "future";
+    case wait_kind::awaiter:
+      return "awaiter";
+    case wait_kind::async_generator:
+      return "async_generator next";
+    case wait_kind::foreign:
+      return "foreign awaitable";
+  }
+  return "?";
+}
+
+task_record* make_record(std::uint64_t parent, std::uint64_t spawned_by, const code_location& where,
+                         const void* context, const std::type_info* executor_type, executor_kind kind, bool strand) {
+  auto record = std::make_unique<task_record>();
+  record->parent = parent;
+  record->spawned_by = spawned_by;
+  record->spawned_at = where;
+  record->context = context;
+  record->executor_type = executor_type;
+  record->context_kind = kind;
+  record->strand = strand;
+  record->created_ns = now_ns();
+  record->since_ns.store(record->created_ns, std::memory_order_relaxed);
+  record->resumed_at_ns = record->created_ns;
+  registry& r = the_registry();
+  std::lock_guard lock(r.mutex);
+  record->id = ++r.last_id;
+  record->next = r.newest;
+  if (r.newest) r.newest->prev = record.get();
+  r.newest = record.get();
+  ++r.count;
+  return record.release();
+}
+
+void free_record(task_record* record) noexcept {
+  {
+    registry& r = the_registry();
+    std::lock_guard lock(r.mutex);
+    if (record->prev) record->prev->next = record->next;
+    if (record->next) record->next->prev = record->prev;
+    if (r.newest == record) r.newest = record->next;
+    --r.count;
+  }
+  delete record;
+}
+
+void rename_record(task_record& record, std::string name) {
+  std::lock_guard lock(the_registry().mutex);
+  record.name = std::move(name);
+}
+
+void record_suspend(task_record& record) noexcept {
+  const std::int64_t now = now_ns();
+  const std::int64_t ran = now - record.resumed_at_ns;
+  record.busy_ns.fetch_add(ran, std::memory_order_relaxed);
+  record.current.store(task_record::state::suspended, std::memory_order_relaxed);
+  record.since_ns.store(now, std::memory_order_relaxed);
+  record.resumed_at_ns = now;  // (the suspension may complete at once: then it runs on from here)
+  const std::int64_t threshold = the_detector().threshold_ns.load(std::memory_order_relaxed);
+  if (threshold > 0 && ran > threshold && !(record.stalls_reported & 1)) {
+    record.stalls_reported |= 1;
+    const auto depth = record.depth.load(std::memory_order_relaxed);
+    std::string to = "its end";
+    if (depth > 0 && depth <= task_record::max_frames) {
+      const auto& f = record.frames[depth - 1];
+      to = where(f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
+                 f.line.load(std::memory_order_relaxed));
+    }
+    try {
+      report_stall(record, stall_report::kind::ran_too_long, ran, std::move(to));
+    } catch (...) {
+    }
+  }
+}
+
+void record_queued(task_record& record) noexcept {
+  record.current.store(task_record::state::queued, std::memory_order_relaxed);
+  record.since_ns.store(now_ns(), std::memory_order_relaxed);
+}
+
+void begin_run(task_record& record) noexcept {
+  const std::int64_t now = now_ns();
+  // (Not its start: a task spawned before its executor runs has not been held up by anything.)
+  const bool was_queued = record.current.load(std::memory_order_relaxed) == task_record::state::queued &&
+                          record.resumes.load(std::memory_order_relaxed) > 0;
+  const std::int64_t waited = now - record.since_ns.load(std::memory_order_relaxed);
+  record.current.store(task_record::state::running, std::memory_order_relaxed);
+  record.since_ns.store(now, std::memory_order_relaxed);
+  record.resumes.fetch_add(1, std::memory_order_relaxed);
+  record.resumed_at_ns = now;
+  const auto depth = record.depth.load(std::memory_order_relaxed);
+#if CORAL_TASK_TRACKING
+  if (depth > 0 && depth <= task_record::max_frames) {
+    const auto& f = record.frames[depth - 1];
+    record.resumed_from = {f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
+                           f.line.load(std::memory_order_relaxed)};
+  } else {
+    record.resumed_from = {};
+  }
+#endif
+  running_record = &record;
+  const std::int64_t threshold = the_detector().threshold_ns.load(std::memory_order_relaxed);
+  if (threshold > 0 && was_queued && waited > threshold && !(record.stalls_reported & 2)) {
+    record.stalls_reported |= 2;
+    try {
+      report_stall(record, stall_report::kind::queued_too_long, waited, where(record.resumed_from));
+    } catch (...) {
+    }
+    record.resumed_at_ns = now_ns();  // (the report's own time is not the task's)
+  }
+}
+
+void end_run(task_record* outer, std::int64_t began_ns) noexcept {
+  // The tasks resumed on this stack ran in the outer task's time: not its own.
+  if (outer) outer->resumed_at_ns += now_ns() - began_ns;
+  running_record = outer;
+}
+
+}  // namespace detail
+
+namespace {
+
+struct frame_snapshot {
+  const char* file;
+  const char* function;
+  std::uint32_t line;
+};
+
+struct task_snapshot {
+  std::uint64_t id, parent, spawned_by;
+  std::string name, spawned_at, executor;
+  detail::task_record::state state;
+  detail::wait_kind waits_on;
+  std::int64_t wait_detail, since_ns, created_ns, busy_ns;
+  std::uint64_t resumes;
+  std::uint16_t depth;
+  std::vector<frame_snapshot> frames;  // innermost first
+};
+
+std::vector<task_snapshot> snapshot_tasks() {
+  std::vector<task_snapshot> tasks;
+  auto& r = detail::the_registry();
+  std::lock_guard lock(r.mutex);
+  tasks.reserve(r.count);
+  for (const detail::task_record* t = r.newest; t; t = t->next) {
+    task_snapshot s{t->id,
+                    t->parent,
+                    t->spawned_by,
+                    t->name,
+                    detail::where(t->spawned_at),
+                    detail::describe_executor(t->context_kind, t->context, t->executor_type, t->strand),
+                    t->current.load(std::memory_order_relaxed),
+                    t->waits_on.load(std::memory_order_relaxed),
+                    t->wait_detail.load(std::memory_order_relaxed),
+                    t->since_ns.load(std::memory_order_relaxed),
+                    t->created_ns,
+                    t->busy_ns.load(std::memory_order_relaxed),
+                    t->resumes.load(std::memory_order_relaxed),
+                    t->depth.load(std::memory_order_relaxed),
+                    {}};
+    const auto recorded = std::min<std::uint16_t>(s.depth, detail::task_record::max_frames);
+    for (auto i = recorded; i-- > 0;) {
+      const auto& f = t->frames[i];
+      s.frames.push_back({f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
+                          f.line.load(std::memory_order_relaxed)});
+    }
+    tasks.push_back(std::move(s));
+  }
+  return tasks;
+}
+
+const char* state_name(detail::task_record::state s) {
+  switch (s) {
+    case detail::task_record::state::queued:
+      return "queued";
+    case detail::task_record::state::running:
+      return "running";
+    case detail::task_record::state::suspended:
+      return "suspended";
+  }
+  return "?";
+}
+
+bool detail_is_object(detail::wait_kind k) {
+  using detail::wait_kind;
+  return k == wait_kind::channel_send || k == wait_kind::channel_receive || k == wait_kind::mutex_lock ||
+         k == wait_kind::semaphore_acquire || k == wait_kind::event_wait;
+}
+
+std::string seconds(std::int64_t ns) {
+  char s[32];
+  if (ns < 1'000'000) {
+    std::snprintf(s, sizeof s, "%.1f us", static_cast<double>(ns) / 1e3);
+  } else if (ns < 1'000'000'000) {
+    std::snprintf(s, sizeof s, "%.1f ms", static_cast<double>(ns) / 1e6);
+  } else {
+    std::snprintf(s, sizeof s, "%.2f s", static_cast<double>(ns) / 1e9);
+  }
+  return s;
+}
+
+std::string object_address(std::int64_t detail) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%p", reinterpret_cast<const void*>(static_cast<std::uintptr_t>(detail)));
+  return s;
+}
+
+// The tasks in dump order: each root (no live parent, nor a live task that spawned it), the
+// longest in its state first, each followed by its tree (a task under the one awaiting it, else
+// under the one that spawned it), with the depth of each.
+std::vector<std::pair<const task_snapshot*, int>> in_tree_order(const std::vector<task_snapshot>& tasks) {
+  std::map<std::uint64_t, const task_snapshot*> by_id;
+  for (const auto& t : tasks) by_id[t.id] = &t;
+  std::map<std::uint64_t, std::vector<const task_snapshot*>> children;
+  std::vector<const task_snapshot*> roots;
+  for (const auto& t : tasks) {
+    const std::uint64_t up = by_id.count(t.parent) ? t.parent : by_id.count(t.spawned_by) ? t.spawned_by : 0;
+    if (up && up != t.id) {
+      children[up].push_back(&t);
+    } else {
+      roots.push_back(&t);
+    }
+  }
+  auto longest_first = [](const task_snapshot* a, const task_snapshot* b) {
+    return a->since_ns != b->since_ns ? a->since_ns < b->since_ns : a->id < b->id;
+  };
+  std::sort(roots.begin(), roots.end(), longest_first);
+  for (auto& [id, list] : children) std::sort(list.begin(), list.end(), longest_first);
+  std::vector<std::pair<const task_snapshot*, int>> order;
+  auto visit = [&](auto& self, const task_snapshot* t, int depth) -> void {
+    order.emplace_back(t, depth);
+    if (auto it = children.find(t->id); it != children.end()) {
+      for (const auto* c : it->second) self(self, c, depth + 1);
+    }
+  };
+  for (const auto* r : roots) visit(visit, r, 0);
+  return order;
+}
+
+void write_json_string(std::ostream& out, std::string_view s) {
+  out << '"';
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out << "\\\"";
+        break;
+      case '\\':
+        out << "\\\\";
+        break;
+      case '\n':
+        out << "\\n";
+        break;
+      case '\r':
+        out << "\\r";
+        break;
+      case '\t':
+        out << "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char u[8];
+          std::snprintf(u, sizeof u, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out << u;
+        } else {
+          out << c;
+        }
+    }
+  }
+  out << '"';
+}
+
+}  // namespace
+
+void set_task_tracking(bool on) noexcept {
+  detail::task_tracking_on.store(CORAL_TASK_TRACKING && on, std::memory_order_relaxed);
+}
+bool task_tracking() noexcept {
+  return detail::task_tracking_on.load(std::memory_order_relaxed);
+}
+
+std::size_t tracked_task_count() noexcept {
+  auto& r = detail::the_registry();
+  std::lock_guard lock(r.mutex);
+  return r.count;
+}
+
+void dump_tasks(std::ostream& out) {
+  if (!CORAL_TASK_TRACKING) {
+    out << "coral: task tracking is not compiled in (CMake option CORAL_TASK_TRACKING=OFF)\n";
+    return;
+  }
+  const auto tasks = snapshot_tasks();
+  const std::int64_t now = detail::now_ns();
+  std::ostringstream s;
+  s << "coral: " << tasks.size() << (tasks.size() == 1 ? " task" : " tasks");
+  if (!task_tracking()) s << " (tracking is off: tasks started now are not listed)";
+  s << '\n';
+  for (const auto& [t, depth] : in_tree_order(tasks)) {
+    const std::string indent(static_cast<std::size_t>(depth) * 2, ' ');
+    s << indent << "task " << t->id;
+    if (!t->name.empty()) s << " \"" << t->name << '"';
+    s << ": " << state_name(t->state) << " for " << seconds(now - t->since_ns);
+    if (t->state == detail::task_record::state::suspended) {
+      s << ", on " << detail::to_string(t->waits_on);
+      if (detail_is_object(t->waits_on)) s << ' ' << object_address(t->wait_detail);
+      if (t->waits_on == detail::wait_kind::sleep) s << " (due in " << seconds(t->wait_detail - now) << ')';
+    }
+    s << '\n';
+    s << indent << "    on " << t->executor << "; age " << seconds(now - t->created_ns) << ", " << t->resumes
+      << (t->resumes == 1 ? " resume, " : " resumes, ") << seconds(t->busy_ns) << " running\n";
+    if (t->parent) {
+      s << indent << "    awaited by task " << t->parent << '\n';
+    } else {
+      s << indent << "    spawned at " << t->spawned_at;
+      if (t->spawned_by) s << " by task " << t->spawned_by;
+      s << '\n';
+    }
+    const char* label = t->state == detail::task_record::state::suspended ? "waits at" : "last waited at";
+    if (!t->frames.empty()) s << indent << "    " << label << ":\n";
+    int n = 0;
+    for (const auto& f : t->frames) {
+      s << indent << "      #" << n++ << ' ' << detail::where(f.file, f.function, f.line) << '\n';
+    }
+    if (t->depth > detail::task_record::max_frames) {
+      s << indent << "      (" << (t->depth - detail::task_record::max_frames) << " outer coroutines not recorded)\n";
+    }
+  }
+  out << s.str();
+}
+
+void dump_tasks_json(std::ostream& out) {
+  std::ostringstream s;
+  s << "{\"schema\":1,\"compiled_in\":" << (CORAL_TASK_TRACKING ? "true" : "false")
+    << ",\"tracking\":" << (task_tracking() ? "true" : "false");
+  const auto tasks = CORAL_TASK_TRACKING ? snapshot_tasks() : std::vector<task_snapshot>{};
+  const std::int64_t now = detail::now_ns();
+  s << ",\"tasks\":[";
+  bool first = true;
+  for (const auto& [t, depth] : in_tree_order(tasks)) {
+    static_cast<void>(depth);
+    if (!first) s << ',';
+    first = false;
+    s << "{\"id\":" << t->id << ",\"name\":";
+    write_json_string(s, t->name);
+    s << ",\"parent\":" << t->parent << ",\"spawned_by\":" << t->spawned_by << ",\"spawned_at\":";
+    write_json_string(s, t->spawned_at);
+    s << ",\"executor\":";
+    write_json_string(s, t->executor);
+    s << ",\"state\":\"" << state_name(t->state) << "\",\"state_for_ns\":" << (now - t->since_ns)
+      << ",\"age_ns\":" << (now - t->created_ns) << ",\"resumes\":" << t->resumes << ",\"busy_ns\":" << t->busy_ns;
+    s << ",\"waits_on\":\"" << (t->state == detail::task_record::state::suspended ? detail::to_string(t->waits_on) : "")
+      << '"';
+    if (t->state == detail::task_record::state::suspended && detail_is_object(t->waits_on)) {
+      s << ",\"object\":\"" << object_address(t->wait_detail) << '"';
+    }
+    if (t->state == detail::task_record::state::suspended && t->waits_on == detail::wait_kind::sleep) {
+      s << ",\"due_in_ns\":" << (t->wait_detail - now);
+    }
+    s << ",\"frames\":[";
+    for (std::size_t i = 0; i < t->frames.size(); ++i) {
+      const auto& f = t->frames[i];
+      if (i) s << ',';
+      s << "{\"file\":";
+      write_json_string(s, f.file ? f.file : "");
+      s << ",\"line\":" << f.line << ",\"function\":";
+      write_json_string(s, f.function ? f.function : "");
+      s << '}';
+    }
+    s << "],\"frames_not_recorded\":"
+      << (t->depth > detail::task_record::max_frames ? t->depth - detail::task_record::max_frames : 0) << '}';
+  }
+  s << "]}\n";
+  out << s.str();
+}
+
+std::string to_string(const stall_report& report) {
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f ms", static_cast<double>(report.duration.count()) / 1e6);
+  std::string s = "coral: task " + std::to_string(report.task_id);
+  if (!report.task_name.empty()) s += " \"" + report.task_name + '"';
+  if (report.what == stall_report::kind::ran_too_long) {
+    return s + " ran " + ms + " without suspending, blocking " + report.executor + ": from " + report.from + " to " +
+           report.to;
+  }
+  return s + " waited " + ms + " in the queue of " + report.executor + " to resume from " + report.from;
+}
+
+void set_stall_detector(std::chrono::nanoseconds threshold, std::function<void(const stall_report&)> report) {
+  auto& d = detail::the_detector();
+  {
+    std::lock_guard lock(d.mutex);
+    d.report = report ? std::make_shared<const std::function<void(const stall_report&)>>(std::move(report)) : nullptr;
+  }
+  d.threshold_ns.store(threshold.count() > 0 ? threshold.count() : 0, std::memory_order_relaxed);
+}
+
+}  // namespace coral

@@ -1,0 +1,438 @@
+#define BOOST_TEST_MODULE coral task tracking
+#include <boost/json/src.hpp>  // (Boost.JSON compiled into this test alone: it parses the dumps)
+#include <boost/test/unit_test.hpp>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+// Tracking on for one test case, and every task it started ended by its end.
+struct tracking_on {
+  tracking_on() { coral::set_task_tracking(true); }
+  ~tracking_on() {
+    coral::set_task_tracking(false);
+    coral::set_stall_detector(std::chrono::nanoseconds(0));
+  }
+};
+
+json::array tasks_now() {
+  std::ostringstream out;
+  coral::dump_tasks_json(out);
+  return json::parse(out.str()).as_object().at("tasks").as_array();
+}
+
+const json::object* find_named(const json::array& tasks, std::string_view name) {
+  for (const auto& t : tasks) {
+    if (t.as_object().at("name").as_string() == name) return &t.as_object();
+  }
+  return nullptr;
+}
+
+// (A wait that completes while the test cancels its tasks is followed by another: every task
+// ends with operation_aborted.)
+
+// Waits (bounded) until the task named `name` is suspended on `kind`; returns its entry.
+json::object suspended_named(std::string_view name, std::string_view kind) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    const auto tasks = tasks_now();
+    if (const auto* t = find_named(tasks, name);
+        t && t->at("state").as_string() == "suspended" && t->at("waits_on").as_string() == kind) {
+      return *t;
+    }
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::ostringstream text;
+      coral::dump_tasks(text);
+      BOOST_FAIL("task " << name << " never suspended on " << kind << "; the dump:\n" << text.str());
+    }
+    std::this_thread::yield();
+  }
+}
+
+// A line a task notes (as it runs, on its own thread) before its co_await.
+using noted_line = std::atomic<int>;
+
+// "file:line" of this file, once the task has noted the line.
+std::string location(const noted_line& line) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (line.load() == 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  return std::string(__FILE__) + ":" + std::to_string(line.load());
+}
+std::string location(int line) {
+  return std::string(__FILE__) + ":" + std::to_string(line);
+}
+
+// The innermost frame's file:line of a task entry.
+std::string frame_at(const json::object& t, std::size_t i) {
+  const auto& frames = t.at("frames").as_array();
+  if (i >= frames.size()) return "(no frame " + std::to_string(i) + ")";
+  const auto& f = frames[i].as_object();
+  return std::string(f.at("file").as_string()) + ":" + std::to_string(f.at("line").as_int64());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(dump_tasks)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_dump_lists_every_suspended_task_with_where_and_what_it_waits_on, Place, every_place) {
+  tracking_on tracking;
+  Place place;
+  auto ex = place.get_executor();
+  running_io_context timers(1);
+  coral::channel<int> nobody_sends(0), nobody_receives(0);
+  coral::async_mutex mutex;
+  coral::semaphore no_permits(0);
+  coral::event never_set;
+  noted_line line_sleep{0}, line_receive{0}, line_send{0}, line_lock{0}, line_acquire{0}, line_wait{0}, line_timer{0},
+      line_child{0}, line_inner{0}, line_join{0};
+
+  auto sleeper = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("sleeper");
+    auto held = co_await mutex.lock();
+    line_sleep = __LINE__ + 1;
+    co_await std::chrono::hours(1);
+  };
+  auto receiver = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("receiver");
+    line_receive = __LINE__ + 1;
+    co_await nobody_sends.receive();
+    co_await std::chrono::hours(1);
+  };
+  auto sender = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("sender");
+    line_send = __LINE__ + 1;
+    co_await nobody_receives.send(1);
+    co_await std::chrono::hours(1);
+  };
+  auto locker = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("locker");
+    line_lock = __LINE__ + 1;
+    auto g = co_await mutex.lock();
+    co_await std::chrono::hours(1);
+  };
+  auto acquirer = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("acquirer");
+    line_acquire = __LINE__ + 1;
+    auto p = co_await no_permits.acquire();
+    co_await std::chrono::hours(1);
+  };
+  auto waiter = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("waiter");
+    line_wait = __LINE__ + 1;
+    co_await never_set.wait();
+  };
+  auto timer_user = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("timer");
+    asio::steady_timer timer(timers.get_executor(), std::chrono::hours(1));
+    line_timer = __LINE__ + 1;
+    co_await timer.async_wait(coral::use_task);
+  };
+  auto inner = [&]() -> coral::task<int> {
+    line_inner = __LINE__ + 1;
+    co_await never_set.wait();
+    co_return 1;
+  };
+  auto parent = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("parent");
+    line_child = __LINE__ + 1;
+    co_await inner();
+  };
+  auto joiner = [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("joiner");
+    line_join = __LINE__ + 1;
+    co_await coral::when_all(never_set.wait(), coral::sleep_for(std::chrono::hours(1)));
+  };
+
+  std::vector<coral::job<void>> jobs;
+  jobs.push_back(coral::spawn(ex, sleeper));
+  suspended_named("sleeper", "sleep");  // (it holds the mutex first)
+  jobs.push_back(coral::spawn(ex, receiver));
+  jobs.push_back(coral::spawn(ex, sender));
+  jobs.push_back(coral::spawn(ex, locker));
+  jobs.push_back(coral::spawn(ex, acquirer));
+  jobs.push_back(coral::spawn(ex, waiter));
+  jobs.push_back(coral::spawn(ex, timer_user));
+  jobs.push_back(coral::spawn(ex, parent));
+  const int line_spawn_joiner = __LINE__ + 1;
+  jobs.push_back(coral::spawn(ex, joiner));
+
+  const auto sleeping = suspended_named("sleeper", "sleep");
+  BOOST_TEST(frame_at(sleeping, 0) == location(line_sleep));
+  BOOST_TEST(sleeping.at("due_in_ns").as_int64() > 3000'000'000'000);
+  {
+    const auto entry = suspended_named("receiver", "channel receive");
+    BOOST_TEST(frame_at(entry, 0) == location(line_receive));
+  }
+  {
+    const auto entry = suspended_named("sender", "channel send");
+    BOOST_TEST(frame_at(entry, 0) == location(line_send));
+  }
+  {
+    const auto entry = suspended_named("locker", "mutex lock");
+    BOOST_TEST(frame_at(entry, 0) == location(line_lock));
+  }
+  {
+    const auto entry = suspended_named("acquirer", "semaphore acquire");
+    BOOST_TEST(frame_at(entry, 0) == location(line_acquire));
+  }
+  {
+    const auto entry = suspended_named("waiter", "event wait");
+    BOOST_TEST(frame_at(entry, 0) == location(line_wait));
+  }
+  {
+    const auto entry = suspended_named("timer", "asio operation");
+    BOOST_TEST(frame_at(entry, 0) == location(line_timer));
+  }
+  // A child awaited on the task's executor is part of the task: its co_await, then its parent's.
+  const auto awaiting = suspended_named("parent", "event wait");
+  BOOST_TEST(frame_at(awaiting, 0) == location(line_inner));
+  BOOST_TEST(frame_at(awaiting, 1) == location(line_child));
+  // A join's branches are tasks of their own, awaited by it.
+  const auto joining = suspended_named("joiner", "join");
+  BOOST_TEST(frame_at(joining, 0) == location(line_join));
+  BOOST_TEST(std::string(joining.at("spawned_at").as_string()).find(location(line_spawn_joiner)) == 0);
+  const auto all = tasks_now();
+  int branches = 0;
+  for (const auto& t : all) {
+    if (t.as_object().at("parent").as_int64() == joining.at("id").as_int64()) ++branches;
+  }
+  BOOST_TEST(branches == 2);
+  // The text form says the same, one block per task.
+  std::ostringstream text;
+  coral::dump_tasks(text);
+  for (auto* name : {"sleeper", "receiver", "sender", "locker", "acquirer", "waiter", "timer", "parent", "joiner"}) {
+    BOOST_TEST(text.str().find(std::string("\"") + name + "\": suspended") != std::string::npos, name);
+  }
+  BOOST_TEST(text.str().find(location(line_inner)) != std::string::npos);
+
+  for (auto& j : jobs) j.cancel();
+  for (auto& j : jobs) BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(coral::tracked_task_count() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(async_stack)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_three_deep_chain_across_executors_shows_each_await_and_who_awaits_whom, Place, places) {
+  tracking_on tracking;
+  Place place;
+  coral::event_loop other;
+  coral::event release;
+  noted_line line_root{0}, line_level1{0}, line_level2{0}, line_level3{0};
+  auto level3 = [&]() -> coral::task<int> {
+    line_level3 = __LINE__ + 1;
+    co_await release.wait();
+    co_return 3;
+  };
+  auto level2 = [&]() -> coral::task<int> {
+    line_level2 = __LINE__ + 1;
+    co_return co_await level3();
+  };
+  auto level1 = [&]() -> coral::task<int> {
+    line_level1 = __LINE__ + 1;
+    co_return co_await coral::on(other.get_executor(), level2());
+  };
+  auto root = [&]() -> coral::task<int> {
+    co_await coral::this_task::set_name("root");
+    line_root = __LINE__ + 1;
+    co_return co_await level1();
+  };
+  auto job = coral::spawn(place.get_executor(), root);
+  const auto r = suspended_named("root", "child task");
+  BOOST_TEST(frame_at(r, 0) == location(line_level1));
+  BOOST_TEST(frame_at(r, 1) == location(line_root));
+  const json::object* child = nullptr;
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  json::array all;
+  while (!child && std::chrono::steady_clock::now() < give_up) {
+    all = tasks_now();
+    for (const auto& t : all) {
+      const auto& o = t.as_object();
+      if (o.at("parent").as_int64() == r.at("id").as_int64() && o.at("waits_on").as_string() == "event wait") {
+        child = &o;
+      }
+    }
+  }
+  BOOST_REQUIRE(child);
+  BOOST_TEST(frame_at(*child, 0) == location(line_level3));
+  BOOST_TEST(frame_at(*child, 1) == location(line_level2));
+  BOOST_TEST(std::string(child->at("executor").as_string()).find("io_context") == 0);
+  // In the text, the child's block is under its parent's, indented.
+  std::ostringstream text;
+  coral::dump_tasks(text);
+  const auto s = text.str();
+  const auto at_root = s.find("task " + std::to_string(r.at("id").as_int64()) + " \"root\"");
+  const auto at_child = s.find("\n  task " + std::to_string(child->at("id").as_int64()) + ":");
+  BOOST_TEST(at_root != std::string::npos);
+  BOOST_TEST(at_child != std::string::npos);
+  BOOST_TEST(at_root < at_child);
+  BOOST_TEST(s.find("awaited by task " + std::to_string(r.at("id").as_int64())) != std::string::npos);
+  release.set();
+  BOOST_TEST(get_within(job) == 3);
+  BOOST_TEST(coral::tracked_task_count() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(registry)
+
+BOOST_AUTO_TEST_CASE(tasks_that_ended_are_not_listed_and_a_million_tasks_leave_the_registry_as_it_was) {
+  tracking_on tracking;
+  const long total = workload_size("CORAL_TRACKING_TASKS", 1'000'000);
+  asio::io_context io(1);
+  std::size_t most = 0;
+  long done = 0;
+  constexpr long batch = 10'000;
+  for (long spawned = 0; spawned < total; spawned += batch) {
+    for (long i = 0; i < batch; ++i) {
+      coral::spawn(io, [&]() -> coral::task<> {
+        co_await coral::yield();
+        ++done;
+      });
+    }
+    most = std::max(most, coral::tracked_task_count());
+    io.run();
+    io.restart();
+    BOOST_REQUIRE(coral::tracked_task_count() == 0u);
+  }
+  BOOST_TEST(done == total);
+  BOOST_TEST(most == static_cast<std::size_t>(batch));
+  BOOST_TEST(tasks_now().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_task_started_while_tracking_is_off_is_not_listed) {
+  coral::event_loop loop;
+  coral::event release;
+  auto untracked = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("untracked");  // (does nothing)
+    co_await release.wait();
+  });
+  tracking_on tracking;
+  auto tracked = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("tracked");
+    co_await release.wait();
+  });
+  suspended_named("tracked", "event wait");
+  BOOST_TEST(!find_named(tasks_now(), "untracked"));
+  BOOST_TEST(coral::tracked_task_count() == 1u);
+  release.set();
+  get_within(untracked);
+  get_within(tracked);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(dumps_from_other_threads_while_tasks_run_see_only_live_tasks, Place, places) {
+  tracking_on tracking;
+  Place place;
+  auto ex = place.get_executor();
+  const long rounds = workload_size("CORAL_TRACKING_ROUNDS", 2'000);
+  coral::channel<int> ch(4);
+  std::atomic<bool> over{false};
+  std::atomic<long> dumps{0};
+  // Dumping threads: every dump parses, and lists only tasks that exist.
+  auto dumper = [&] {
+    while (!over.load()) {
+      std::ostringstream text;
+      coral::dump_tasks(text);
+      for (const auto& t : tasks_now()) {
+        const auto state = t.as_object().at("state").as_string();
+        if (state != "queued" && state != "running" && state != "suspended") throw std::runtime_error("bad state");
+      }
+      ++dumps;
+    }
+  };
+  std::thread d1(dumper), d2(dumper);
+  auto producer = coral::spawn(ex, [&]() -> coral::task<> {
+    for (long i = 0; i < rounds; ++i) {
+      co_await coral::when_all(ch.send(static_cast<int>(i)), coral::sleep_for(std::chrono::microseconds(0)));
+      if (i % 16 == 0) co_await coral::sleep_for(std::chrono::microseconds(50));
+    }
+    ch.close();
+  });
+  auto consumer = coral::spawn(ex, [&]() -> coral::task<long> {
+    long sum = 0;
+    while (auto v = co_await ch.next()) {
+      sum += *v;
+      co_await coral::on(coral::pool_executor{}, [](int x) -> coral::task<int> {
+        co_await coral::yield();
+        co_return x;
+      }(*v));
+    }
+    co_return sum;
+  });
+  get_within(producer, workload_patience);
+  BOOST_TEST(get_within(consumer, workload_patience) == rounds * (rounds - 1) / 2);
+  over = true;
+  d1.join();
+  d2.join();
+  BOOST_TEST(dumps.load() > 0);
+  BOOST_TEST(coral::tracked_task_count() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(stall_detector)
+
+BOOST_AUTO_TEST_CASE(a_task_that_busy_loops_is_reported_once_and_one_that_sleeps_is_not) {
+  tracking_on tracking;
+  std::mutex mutex;
+  std::vector<coral::stall_report> reports;
+  coral::set_stall_detector(std::chrono::milliseconds(20), [&](const coral::stall_report& r) {
+    std::lock_guard lock(mutex);
+    reports.push_back(r);
+  });
+  coral::event_loop loop, sleepers;
+  noted_line line_busy_end{0};
+  auto busy = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("busy");
+    co_await coral::yield();
+    for (int round = 0; round < 2; ++round) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      line_busy_end = __LINE__ + 1;
+      co_await coral::yield();
+    }
+  });
+  // Queued behind the busy task on the same thread: it waits in the queue.
+  auto queued = coral::spawn(loop.get_executor(), [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("queued");
+    co_await coral::yield();
+  });
+  auto sleeper = coral::spawn(sleepers.get_executor(), [&]() -> coral::task<> {
+    co_await coral::this_task::set_name("sleeper");
+    co_await coral::sleep_for(std::chrono::milliseconds(100));
+  });
+  get_within(busy);
+  get_within(queued);
+  get_within(sleeper);
+  std::lock_guard lock(mutex);
+  int ran = 0, waited = 0;
+  for (const auto& r : reports) {
+    BOOST_TEST(r.task_name != "sleeper");
+    if (r.what == coral::stall_report::kind::ran_too_long) {
+      ++ran;
+      BOOST_TEST(r.task_name == "busy");
+      BOOST_TEST(r.duration >= std::chrono::milliseconds(50));
+      BOOST_TEST(r.to.find(location(line_busy_end)) == 0);
+      BOOST_TEST(r.executor.find("io_context") == 0);
+      BOOST_TEST(coral::to_string(r).find("ran ") != std::string::npos);
+    } else {
+      ++waited;
+      BOOST_TEST(r.task_name == "queued");
+      BOOST_TEST(r.duration >= std::chrono::milliseconds(20));
+    }
+  }
+  BOOST_TEST(ran == 1);  // once, though it blocked twice
+  BOOST_TEST(waited == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
