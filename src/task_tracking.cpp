@@ -183,6 +183,9 @@ task_record* make_record(std::uint64_t parent, std::uint64_t spawned_by, const c
 }
 
 void free_record(task_record* record) noexcept {
+  // A task ends inside its own run, which may then resume others on this stack (a join's
+  // parent): they must not take it for the task they run inside.
+  if (running_record == record) running_record = nullptr;
   {
     registry& r = the_registry();
     std::lock_guard lock(r.mutex);
