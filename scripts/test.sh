@@ -14,18 +14,21 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # tests/tsan.supp: one false report of g++'s TSan (it cannot model atomic_thread_fence), explained there.
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp:history_size=4"
 
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=address -DCMAKE_CXX_FLAGS=-O1 >/dev/null
+# Task tracking is compiled in everywhere but in the clang 14 build, which checks the default.
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=address -DCMAKE_CXX_FLAGS=-O1 -DCORAL_TASK_TRACKING=ON >/dev/null
 cmake --build build/asan -j$jobs
 # (Every public header compiling on its own is checked once, in the clang 19 build.)
 (cd build/asan && ctest --output-on-failure -j$jobs -E '^compile_public_headers_alone$')
 
-cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=thread -DCMAKE_CXX_FLAGS=-O1 -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
+cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=thread -DCMAKE_CXX_FLAGS=-O1 -DCORAL_BUILD_EXAMPLES=OFF \
+  -DCORAL_TASK_TRACKING=ON >/dev/null
 cmake --build build/tsan -j$jobs
 (cd build/tsan && ctest --output-on-failure -j$jobs -L cross_thread)
 
 # clang 19: everything, and every test, without sanitizers (the runs above are the sanitizer ones;
 # this one is about what another compiler accepts, warns about and makes of the code).
-cmake -S . -B build/clang19 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-19 -DCORAL_WARNINGS_AS_ERRORS=ON >/dev/null
+cmake -S . -B build/clang19 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-19 -DCORAL_WARNINGS_AS_ERRORS=ON \
+  -DCORAL_TASK_TRACKING=ON >/dev/null
 cmake --build build/clang19 -j$jobs
 (cd build/clang19 && ctest --output-on-failure -j$jobs)
 

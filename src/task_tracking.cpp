@@ -241,8 +241,8 @@ void begin_run(task_record& record) noexcept {
   record.since_ns.store(now, std::memory_order_relaxed);
   record.resumes.fetch_add(1, std::memory_order_relaxed);
   record.resumed_at_ns = now;
-  const auto depth = record.depth.load(std::memory_order_relaxed);
 #if CORAL_TASK_TRACKING
+  const auto depth = record.depth.load(std::memory_order_relaxed);
   if (depth > 0 && depth <= task_record::max_frames) {
     const auto& f = record.frames[depth - 1];
     record.resumed_from = {f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
@@ -439,7 +439,7 @@ std::size_t tracked_task_count() noexcept {
 
 void dump_tasks(std::ostream& out) {
   if (!CORAL_TASK_TRACKING) {
-    out << "coral: task tracking is not compiled in (CMake option CORAL_TASK_TRACKING=OFF)\n";
+    out << "coral: task tracking is not compiled in (build coral with the CMake option CORAL_TASK_TRACKING=ON)\n";
     return;
   }
   const auto tasks = snapshot_tasks();

@@ -15,10 +15,11 @@
 // its coroutines, innermost first (its async stack), followed by those of the task awaiting it.
 // The source locations come from coral's co_await and spawn themselves: users write nothing.
 //
-// Tracking costs a clock reading per resumption and suspension, and a lock per task started and
-// ended; switched off (the default), a task costs one pointer test per co_await. Built with the
-// CMake option CORAL_TASK_TRACKING=OFF, none of it is compiled in (the functions below then
-// print that tracking is not compiled in).
+// Tracking is compiled in by the CMake option CORAL_TASK_TRACKING=ON (off by default: without it
+// these functions only say that it is not compiled in). Compiled in and switched off, a task
+// costs a pointer test per co_await, and its frames hold the source locations of their co_awaits;
+// switched on, a clock reading per resumption and suspension and a lock per task started and
+// ended (docs/benchmarks.md has the figures).
 //
 // Thread safety: every function may be called from any thread, also from inside a task, while
 // tasks run on every executor; a dump never stops an executor and never waits for a task.

@@ -2,8 +2,8 @@
 
 // What coral keeps of a live task for coral::dump_tasks (coral/task_tracking.hpp): its record,
 // written by the task's own thread at each suspension and resumption, read by any thread that
-// dumps. Compiled in unless CORAL_TASK_TRACKING is 0 (the CMake option of the same name); kept
-// only for tasks started while tracking is switched on.
+// dumps. Compiled in when CORAL_TASK_TRACKING is 1 (the CMake option of the same name, which
+// defines it for coral and its consumers); kept only for tasks started while tracking is on.
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include <typeinfo>
 
 #ifndef CORAL_TASK_TRACKING
-#define CORAL_TASK_TRACKING 1
+#define CORAL_TASK_TRACKING 0
 #endif
 
 namespace coral::detail {
