@@ -167,29 +167,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_dump_lists_every_suspended_task_with_where_and_w
   const auto sleeping = suspended_named("sleeper", "sleep");
   BOOST_TEST(frame_at(sleeping, 0) == location(line_sleep));
   BOOST_TEST(sleeping.at("due_in_ns").as_int64() > 3000'000'000'000);
-  {
-    const auto entry = suspended_named("receiver", "channel receive");
-    BOOST_TEST(frame_at(entry, 0) == location(line_receive));
-  }
-  {
-    const auto entry = suspended_named("sender", "channel send");
-    BOOST_TEST(frame_at(entry, 0) == location(line_send));
-  }
-  {
-    const auto entry = suspended_named("locker", "mutex lock");
-    BOOST_TEST(frame_at(entry, 0) == location(line_lock));
-  }
-  {
-    const auto entry = suspended_named("acquirer", "semaphore acquire");
-    BOOST_TEST(frame_at(entry, 0) == location(line_acquire));
-  }
-  {
-    const auto entry = suspended_named("waiter", "event wait");
-    BOOST_TEST(frame_at(entry, 0) == location(line_wait));
-  }
-  {
-    const auto entry = suspended_named("timer", "asio operation");
-    BOOST_TEST(frame_at(entry, 0) == location(line_timer));
+  // Each waits where its co_await is. (The entry is read before the line the task noted.)
+  const std::tuple<const char*, const char*, const noted_line*> waits[] = {
+      {"receiver", "channel receive", &line_receive}, {"sender", "channel send", &line_send},
+      {"locker", "mutex lock", &line_lock},           {"acquirer", "semaphore acquire", &line_acquire},
+      {"waiter", "event wait", &line_wait},           {"timer", "asio operation", &line_timer}};
+  for (const auto& [name, kind, line] : waits) {
+    const auto entry = suspended_named(name, kind);
+    BOOST_TEST(frame_at(entry, 0) == location(*line), name);
   }
   // A child awaited on the task's executor is part of the task: its co_await, then its parent's.
   const auto awaiting = suspended_named("parent", "event wait");
