@@ -150,9 +150,7 @@ class promise_base {
     }
     void await_resume() const noexcept {}
   };
-  final_awaiter final_suspend() noexcept {
-    return {this};
-  }
+  final_awaiter final_suspend() noexcept { return {this}; }
 
   // What a task can co_await, and the awaiter each becomes. Defined with the public types it
   // dispatches on (coral/impl/promise.hpp), which the headers of coroutine types include.
@@ -160,20 +158,18 @@ class promise_base {
   template <class A>
   decltype(auto) await_transform(A&& awaitable, code_location where = code_location::here());
 
-  task_segment& segment() const noexcept {
-    return *segment_;
-  }
+  task_segment& segment() const noexcept { return *segment_; }
   // Who resumes when this coroutine hands control back (set by run_inline).
-  std::coroutine_handle<> continuation() const noexcept {
-    return continuation_;
-  }
+  std::coroutine_handle<> continuation() const noexcept { return continuation_; }
 
   // Wiring, set by whoever starts the coroutine.
   template <class Promise>
   void run_inline(task_segment& segment, std::coroutine_handle<Promise> continuation) noexcept {
     segment_ = &segment;
     continuation_ = continuation;
+#if CORAL_TASK_TRACKING
     depth_ = static_cast<std::uint16_t>(static_cast<promise_base&>(continuation.promise()).depth_ + 1);
+#endif
   }
   void run_as_root(task_segment& root) noexcept {
     segment_ = &root;
@@ -230,8 +226,10 @@ class promise_base {
   std::coroutine_handle<> continuation_;
   // Set on the outermost coroutine of a segment (a spawned task, a child on another executor).
   task_segment* root_ = nullptr;
+#if CORAL_TASK_TRACKING
   // How many coroutines of the segment await this one (0: the outermost).
   std::uint16_t depth_ = 0;
+#endif
 };
 
 // What a coral awaitable waits on, for the task's record: {kind, detail} (the detail is the

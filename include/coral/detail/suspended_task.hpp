@@ -47,9 +47,7 @@ class suspended_task {
 #endif
   }
 
-  task_segment& segment() const noexcept {
-    return *segment_;
-  }
+  task_segment& segment() const noexcept { return *segment_; }
 
   void resume_here() {
     auto keep = std::move(keep_);
@@ -111,9 +109,7 @@ class suspended_task {
 
   // Lets go of the segment without resuming it (its wait was abandoned). May destroy the frame
   // that holds this object: nothing may touch it afterwards.
-  void let_go() noexcept {
-    keep_.reset();
-  }
+  void let_go() noexcept { keep_.reset(); }
 
  private:
   // The resumption to queue on the task's executor (its record says it is queued from now).

@@ -182,9 +182,7 @@ class task_segment : public gate_member {
   void abandon() noexcept override;
 
  private:
-  void destroy_self() noexcept override {
-    delete this;
-  }
+  void destroy_self() noexcept override { delete this; }
 
   void note_cause(cancel_cause cause) noexcept {
     cancel_cause seen = cause_.load(std::memory_order_relaxed);
