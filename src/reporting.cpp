@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "coral/detail/result_segment.hpp"
+#include "coral/detail/task_record.hpp"
 #include "coral/unobserved.hpp"
 
 namespace coral {
@@ -33,18 +34,24 @@ void print(const char* what_happened, const std::exception_ptr& e) noexcept {
   }
 }
 
-void report(const char* what_happened, const std::exception_ptr& e) noexcept {
+// `note`: the exception's way through tracked tasks, if it has one.
+void report(const char* what_happened, const std::exception_ptr& e, const detail::failure_note* note) noexcept {
   std::shared_ptr<const unobserved_exception_handler> handler;
   {
     std::lock_guard lock(slot().mutex);
     handler = slot().handler;
   }
-  if (!handler) return print(what_happened, e);
+  if (!handler) {
+    print(what_happened, e);
+    return detail::print_failure_trace(note);
+  }
+  const detail::failure_note* outer = std::exchange(detail::reported_failure_note, note);
   try {
     (*handler)(e);
   } catch (...) {
     print("the unobserved-exception handler threw", std::current_exception());
   }
+  detail::reported_failure_note = outer;
 }
 
 }  // namespace
@@ -61,12 +68,12 @@ unobserved_exception_handler set_unobserved_exception_handler(unobserved_excepti
 
 namespace detail {
 
-void report_unobserved_exception(const std::exception_ptr& e) noexcept {
-  report("a task failed and nobody observed its exception", e);
+void report_unobserved_exception(const std::exception_ptr& e, const failure_note* note) noexcept {
+  report("a task failed and nobody observed its exception", e, note);
 }
 
 void report_callback_exception(const std::exception_ptr& e) noexcept {
-  report("an exception escaped a job callback or completion handler", e);
+  report("an exception escaped a job callback or completion handler", e, nullptr);
 }
 
 }  // namespace detail

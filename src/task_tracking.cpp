@@ -115,7 +115,89 @@ void report_stall(const task_record& record, stall_report::kind what, std::int64
   }
 }
 
+using exception_hook = std::function<void(const std::exception_ptr&, const exception_trace&)>;
+struct exception_hook_slot {
+  std::atomic<bool> set{false};
+  std::mutex mutex;
+  std::shared_ptr<const exception_hook> hook;
+};
+exception_hook_slot& the_exception_hook() {
+  static exception_hook_slot* const h = new exception_hook_slot;
+  return *h;
+}
+
 }  // namespace
+
+struct failure_note {
+  std::exception_ptr exception;
+  exception_trace trace;
+};
+
+void drop_failure_note(failure_note* note) noexcept {
+  delete note;
+}
+
+failure_note_ptr record_failure(task_record& record, std::uint16_t depth) noexcept {
+#if !CORAL_TASK_TRACKING
+  static_cast<void>(record), static_cast<void>(depth);
+  return nullptr;
+#else
+  try {
+    std::exception_ptr e = std::current_exception();
+    failure_note_ptr note(std::exchange(rethrown_failure_note, nullptr));
+    if (!note || note->exception != e) note.reset(new failure_note{std::move(e), {}});
+    exception_trace& trace = note->trace;
+    std::string name;
+    {
+      std::lock_guard lock(the_registry().mutex);
+      name = record.name;
+    }
+    auto step = [&](exception_step::kind what, std::string location, std::uint64_t awaited_by) {
+      trace.push_back({what, record.id, name, std::move(location), awaited_by});
+    };
+    auto frame = [&](std::uint16_t i) -> std::string {
+      if (i >= task_record::max_frames) return "";
+      const auto& f = record.frames[i];
+      const char* file = f.file.load(std::memory_order_relaxed);
+      return file ? where(file, f.function.load(std::memory_order_relaxed), f.line.load(std::memory_order_relaxed))
+                  : "";
+    };
+    using kind = exception_step::kind;
+    // From another task (a child, a join's branch, a group member): it came out of this
+    // coroutine's co_await of that task first.
+    if (!trace.empty() && trace.back().task_id != record.id) step(kind::came_out_of_co_await, frame(depth), 0);
+    if (depth > 0) {
+      step(kind::came_out_of_co_await, frame(static_cast<std::uint16_t>(depth - 1)), 0);
+    } else {
+      step(kind::ended_task, record.spawned_at.file ? where(record.spawned_at) : "", record.parent);
+    }
+    exception_hook_slot& h = the_exception_hook();
+    if (h.set.load(std::memory_order_acquire)) {
+      std::shared_ptr<const exception_hook> hook;
+      {
+        std::lock_guard lock(h.mutex);
+        hook = h.hook;
+      }
+      try {
+        if (hook) (*hook)(note->exception, trace);
+      } catch (...) {
+        std::fprintf(stderr, "coral: the exception hook threw an exception (ignored)\n");
+      }
+    }
+    return note;
+  } catch (...) {
+    return nullptr;  // (out of memory: the exception goes on without its trace)
+  }
+#endif
+}
+
+void print_failure_trace(const failure_note* note) noexcept {
+  if (!note || note->trace.empty()) return;
+  try {
+    std::fprintf(stderr, "%s", to_string(note->trace).c_str());
+  } catch (...) {
+  }
+}
 
 std::atomic<bool> task_tracking_on{tracking_from_environment()};
 
@@ -536,6 +618,40 @@ std::string to_string(const stall_report& report) {
            report.to;
   }
   return s + " waited " + ms + " in the queue of " + report.executor + " to resume from " + report.from;
+}
+
+std::string to_string(const exception_trace& trace) {
+  std::string s;
+  for (const auto& step : trace) {
+    s += "  task " + std::to_string(step.task_id);
+    if (!step.task_name.empty()) s += " \"" + step.task_name + '"';
+    if (step.what == exception_step::kind::came_out_of_co_await) {
+      s += ": came out of the co_await at " + (step.location.empty() ? std::string("?") : step.location);
+    } else if (step.awaited_by) {
+      s += ": ended the task, awaited by task " + std::to_string(step.awaited_by);
+    } else {
+      s += ": ended the task";
+      if (!step.location.empty()) s += ", spawned at " + step.location;
+    }
+    s += '\n';
+  }
+  return s;
+}
+
+const exception_trace& unobserved_exception_trace() noexcept {
+  static const exception_trace none;
+  const detail::failure_note* note = detail::reported_failure_note;
+  return note ? note->trace : none;
+}
+
+void set_exception_hook(std::function<void(const std::exception_ptr&, const exception_trace&)> hook) {
+  auto& h = detail::the_exception_hook();
+  std::shared_ptr<const detail::exception_hook> previous;
+  {
+    std::lock_guard lock(h.mutex);
+    previous = std::exchange(h.hook, hook ? std::make_shared<const detail::exception_hook>(std::move(hook)) : nullptr);
+    h.set.store(h.hook != nullptr, std::memory_order_release);
+  }
 }
 
 void set_stall_detector(std::chrono::nanoseconds threshold, std::function<void(const stall_report&)> report) {

@@ -268,6 +268,180 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_three_deep_chain_across_executors_shows_each_awa
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(exception_traces)
+
+// What an unobserved-exception handler saw: the exception's message and its trace.
+struct reported_failure {
+  std::string what;
+  coral::exception_trace trace;
+};
+
+// Installs a handler that hands the first report to `reported` (restoring the previous handler
+// at the end of the test).
+struct catching_reports {
+  std::promise<reported_failure> reported;
+  std::atomic<bool> taken{false};
+  coral::unobserved_exception_handler previous;
+  catching_reports() {
+    previous = coral::set_unobserved_exception_handler([this](std::exception_ptr e) {
+      if (taken.exchange(true)) return;
+      reported_failure r;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        r.what = ex.what();
+      }
+      r.trace = coral::unobserved_exception_trace();
+      reported.set_value(std::move(r));
+    });
+  }
+  ~catching_reports() { coral::set_unobserved_exception_handler(std::move(previous)); }
+  reported_failure next() {
+    auto f = reported.get_future();
+    if (f.wait_for(patience) != std::future_status::ready) throw std::runtime_error("test: nothing was reported");
+    return f.get();
+  }
+};
+
+bool at(const coral::exception_step& step, int line) {
+  return step.location.rfind(location(line) + " in ", 0) == 0;
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_unobserved_failure_is_reported_with_every_co_await_it_came_out_of, Place, places) {
+  tracking_on tracking;
+  catching_reports reports;
+  Place place;
+  coral::event_loop other;
+  noted_line line_root{0}, line_level1{0}, line_level2{0};
+  auto level3 = [&]() -> coral::task<int> {
+    co_await coral::yield();
+    throw std::runtime_error("level 3 failed");
+  };
+  auto level2 = [&]() -> coral::task<int> {
+    line_level2 = __LINE__ + 1;
+    co_return co_await level3();
+  };
+  auto level1 = [&]() -> coral::task<int> {
+    line_level1 = __LINE__ + 1;
+    co_return co_await coral::on(other.get_executor(), level2());
+  };
+  auto root = [&]() -> coral::task<int> {
+    co_await coral::this_task::set_name("root");
+    line_root = __LINE__ + 1;
+    co_return co_await level1();
+  };
+  const int line_spawn = __LINE__ + 1;
+  coral::spawn(place.get_executor(), root);  // (its job is dropped: nobody observes the failure)
+  const auto r = reports.next();
+  BOOST_TEST(r.what == "level 3 failed");
+  const auto& t = r.trace;
+  BOOST_TEST_INFO("the trace:\n" << coral::to_string(t));
+  BOOST_REQUIRE(t.size() == 5u);
+  using kind = coral::exception_step::kind;
+  // Out of level3, in the child task on `other`; the child ends with it and goes to the root task.
+  BOOST_TEST((t[0].what == kind::came_out_of_co_await && at(t[0], line_level2)));
+  BOOST_TEST((t[1].what == kind::ended_task && t[1].task_id == t[0].task_id));
+  const auto root_id = t[1].awaited_by;
+  BOOST_TEST(root_id != 0u);
+  // In the root task: out of level1's co_await of the child, then out of the root's of level1.
+  for (std::size_t i = 2; i < 5; ++i) {
+    BOOST_TEST(t[i].task_id == root_id);
+    BOOST_TEST(t[i].task_name == "root");
+  }
+  BOOST_TEST((t[2].what == kind::came_out_of_co_await && at(t[2], line_level1)));
+  BOOST_TEST((t[3].what == kind::came_out_of_co_await && at(t[3], line_root)));
+  BOOST_TEST((t[4].what == kind::ended_task && t[4].awaited_by == 0u));
+  BOOST_TEST(t[4].location.rfind(location(line_spawn), 0) == 0);
+  // The text form: one line per step.
+  const auto text = coral::to_string(t);
+  BOOST_TEST(std::count(text.begin(), text.end(), '\n') == static_cast<long>(t.size()));
+  BOOST_TEST(text.find("task " + std::to_string(root_id) + " \"root\": ended the task, spawned at " +
+                       location(line_spawn)) != std::string::npos);
+  BOOST_TEST(coral::tracked_task_count() == 0u);
+}
+BOOST_AUTO_TEST_CASE_TEMPLATE(the_exception_hook_sees_each_coroutine_an_exception_leaves_until_it_is_caught, Place,
+                              places) {
+  tracking_on tracking;
+  struct call {
+    std::string what;
+    std::size_t steps;
+  };
+  std::mutex mutex;
+  std::vector<call> calls;
+  coral::set_exception_hook([&](const std::exception_ptr& e, const coral::exception_trace& trace) {
+    std::string what;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    }
+    std::lock_guard lock(mutex);
+    calls.push_back({what, trace.size()});
+  });
+  struct remove_hook {
+    ~remove_hook() { coral::set_exception_hook({}); }
+  } removing;
+  Place place;
+  coral::event_loop other;
+  auto inner = [&]() -> coral::task<int> {
+    co_await coral::yield();
+    throw std::runtime_error("inner failed");
+  };
+  auto middle = [&]() -> coral::task<int> { co_return co_await inner(); };
+  auto catcher = [&]() -> coral::task<int> {
+    try {
+      co_await coral::on(other.get_executor(), middle());
+    } catch (const std::runtime_error&) {
+      co_return 7;  // caught: the exception goes no further
+    }
+    co_return 0;
+  };
+  BOOST_TEST(get_within(coral::spawn(place.get_executor(), catcher)) == 7);
+  std::lock_guard lock(mutex);
+  // inner leaves (1 step), then middle, which ends the child task (2 steps); nothing after.
+  BOOST_REQUIRE(calls.size() == 2u);
+  BOOST_TEST(calls[0].what == "inner failed");
+  BOOST_TEST(calls[0].steps == 1u);
+  BOOST_TEST(calls[1].steps == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_task_group_member_that_fails_unjoined_is_reported_with_where_it_was_spawned) {
+  tracking_on tracking;
+  catching_reports reports;
+  coral::event_loop loop;
+  int line_spawn = 0;
+  {
+    coral::task_group group(loop.get_executor());
+    line_spawn = __LINE__ + 1;
+    group.spawn([]() -> coral::task<> {
+      co_await coral::yield();
+      throw std::runtime_error("member failed");
+    });
+    // (Destroyed unjoined once the member has failed: the group reports the failure.)
+    const auto give_up = std::chrono::steady_clock::now() + patience;
+    while (group.size() != 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  }
+  const auto r = reports.next();
+  BOOST_TEST(r.what == "member failed");
+  BOOST_REQUIRE(r.trace.size() == 1u);
+  BOOST_TEST((r.trace[0].what == coral::exception_step::kind::ended_task));
+  BOOST_TEST(r.trace[0].location.rfind(location(line_spawn), 0) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_failure_of_a_task_started_while_tracking_is_off_has_no_trace) {
+  catching_reports reports;
+  coral::event_loop loop;
+  coral::spawn(loop.get_executor(), []() -> coral::task<> {
+    co_await coral::yield();
+    throw std::runtime_error("untracked failure");
+  });
+  const auto r = reports.next();
+  BOOST_TEST(r.what == "untracked failure");
+  BOOST_TEST(r.trace.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(registry)
 
 BOOST_AUTO_TEST_CASE(tasks_that_ended_are_not_listed_and_a_million_tasks_leave_the_registry_as_it_was) {

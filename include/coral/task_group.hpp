@@ -89,14 +89,16 @@ class task_group {
       // The group reports the failure (join, or the group's end): not the job.
       s.mark_observed();
       std::exception_ptr failure;
+      detail::failure_note_ptr note;
       // A task destroyed with its context (shutdown) did not fail: there is nothing to report.
       if (s.result().has_exception() && !s.abandoned()) {
         failure = std::exchange(s.result().exception_ref(), nullptr);
+        note = s.result().take_note();
       }
       // The group has no use for a value: it goes before the group hears that the task ended, so
       // that nothing of the task outlives the join.
       s.result().clear();
-      group->child_ended(*link, std::move(failure));
+      group->child_ended(*link, std::move(failure), std::move(note));
       group->release();
     });
     state_->add(linked);

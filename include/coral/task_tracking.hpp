@@ -8,6 +8,11 @@
 //   coral::dump_tasks_json(out);             // the same as JSON (schema in docs/observability.md)
 //   co_await coral::this_task::set_name("session 10.0.0.7:5123");
 //   coral::set_stall_detector(10ms);         // reports a task that runs 10 ms without suspending
+//   coral::set_exception_hook(f);            // f(e, trace) each time an exception leaves a coroutine
+//
+// An exception that leaves the coroutines of tracked tasks keeps its way through them: each
+// co_await it came out of and each task it ended. The unobserved-exception report prints it
+// (coral/unobserved.hpp), and a handler reads it with unobserved_exception_trace().
 //
 // A task started while tracking is on is listed until it ends: its id, name, where it was
 // spawned, its executor, its state (queued, running, suspended) and for how long, its resumes and
@@ -26,9 +31,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "coral/detail/task_record.hpp"
 
@@ -68,5 +75,31 @@ std::string to_string(const stall_report& report);
 // lock of coral's; by default it writes to_string(report) to stderr. A threshold of zero switches the detector off (the
 // default).
 void set_stall_detector(std::chrono::nanoseconds threshold, std::function<void(const stall_report&)> report = {});
+
+// One step of an exception's way out of tracked tasks: it came out of a co_await in task
+// `task_id` (`location`), or it ended task `task_id` (`location`: where that task was spawned)
+// and went on to the task awaiting it (`awaited_by`, or 0).
+struct exception_step {
+  enum class kind { came_out_of_co_await, ended_task };
+  kind what = kind::came_out_of_co_await;
+  std::uint64_t task_id = 0;
+  std::string task_name;
+  std::string location;  // "file:line in function", or empty when not recorded
+  std::uint64_t awaited_by = 0;
+};
+// The steps so far, from where it was thrown (the first) outwards.
+using exception_trace = std::vector<exception_step>;
+// One indented line per step.
+std::string to_string(const exception_trace& trace);
+
+// Inside an unobserved-exception handler: the trace of the exception it reports (empty when the
+// task that failed was not tracked, or outside a handler).
+const exception_trace& unobserved_exception_trace() noexcept;
+
+// Calls `hook(e, trace)` each time an exception leaves a coroutine of a tracked task, on the
+// task's thread, before the co_await awaiting that coroutine rethrows it. The hook must not
+// suspend or block; an exception it throws is printed to stderr and dropped. An empty function
+// removes the hook (the default).
+void set_exception_hook(std::function<void(const std::exception_ptr&, const exception_trace&)> hook);
 
 }  // namespace coral

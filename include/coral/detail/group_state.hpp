@@ -47,7 +47,8 @@ class group_state : public ref_counted<group_state> {
 
   // A child ended (any thread): unlinks it; its failure, if first, is kept and cancels the others;
   // the last one resumes the joiner.
-  void child_ended(group_link& link, std::exception_ptr failure) noexcept {
+  // (`note`: the failure's trace, when the child was a tracked task.)
+  void child_ended(group_link& link, std::exception_ptr failure, failure_note_ptr note = nullptr) noexcept {
     bool cancel_others = false;
     suspended_task joiner;
     bool resume = false;
@@ -63,6 +64,7 @@ class group_state : public ref_counted<group_state> {
       // told: that is not a failure to report. (A dropped exception is freed after the lock.)
       if (failure && !failure_ && !(cancelled_ && aborted)) {
         failure_ = std::move(failure);
+        failure_note_ = std::move(note);
         cancel_others = !cancelled_;
         cancelled_ = true;
       }
@@ -119,18 +121,28 @@ class group_state : public ref_counted<group_state> {
     return true;
   }
 
-  // After a join: the first failure (handed over once), and the group is usable again.
+  // After a join: the first failure (handed over once, its trace to the joiner, which rethrows
+  // it), and the group is usable again.
   std::exception_ptr take_failure() noexcept {
-    std::lock_guard lock(mutex_);
-    cancelled_ = false;
-    return std::exchange(failure_, nullptr);
+    failure_note_ptr note;
+    std::exception_ptr failure;
+    {
+      std::lock_guard lock(mutex_);
+      cancelled_ = false;
+      failure = std::exchange(failure_, nullptr);
+      note = std::move(failure_note_);
+    }
+#if CORAL_TASK_TRACKING
+    if (note) drop_failure_note(std::exchange(rethrown_failure_note, note.release()));
+#endif
+    return failure;
   }
 
  private:
   friend class ref_counted<group_state>;
   ~group_state() {
     // A failure nobody joined to see is reported, not lost.
-    if (failure_) report_unobserved_exception(failure_);
+    if (failure_) report_unobserved_exception(failure_, failure_note_.get());
   }
   void destroy_self() noexcept { delete this; }
 
@@ -148,6 +160,7 @@ class group_state : public ref_counted<group_state> {
   std::size_t running_ = 0;
   bool cancelled_ = false;
   std::exception_ptr failure_;
+  failure_note_ptr failure_note_;
   suspended_task joiner_;
   bool joiner_waiting_ = false;
 };

@@ -183,6 +183,9 @@ class promise_base {
   void note_await(const code_location& where, Wait&& wait) noexcept {
 #if CORAL_TASK_TRACKING
     if (task_record* record = segment_->record()) [[unlikely]] {
+      // An exception rethrown to this coroutine that it caught: its trace ends here.
+      if (rethrown_failure_note) [[unlikely]]
+        drop_failure_note(std::exchange(rethrown_failure_note, nullptr));
       const auto [kind, detail] = wait();
       record_await(*record, depth_, where, kind, detail);
     }
@@ -191,6 +194,22 @@ class promise_base {
 #endif
   }
 
+ protected:
+  // In unhandled_exception(): the exception's trace, kept with it in `result` (tracked tasks).
+  template <class T>
+  void note_failure(task_result<T>& result) noexcept {
+#if CORAL_TASK_TRACKING
+    if (task_record* record = segment_->record()) [[unlikely]] {
+      result.set_failure_note(record_failure(*record, depth_));
+    } else if (rethrown_failure_note) [[unlikely]] {
+      drop_failure_note(std::exchange(rethrown_failure_note, nullptr));
+    }
+#else
+    static_cast<void>(result);
+#endif
+  }
+
+ private:
   // asio::this_coro's cancellation helpers, with coral's level-triggered model: a cancelled task
   // stays cancelled and every suspension point throws operation_aborted (see cancellation.md).
   template <class D>
@@ -257,7 +276,10 @@ class task_promise : public promise_base {
   std::coroutine_handle<task_promise> get_return_object() noexcept {
     return std::coroutine_handle<task_promise>::from_promise(*this);
   }
-  void unhandled_exception() noexcept { result_->set_exception(std::current_exception()); }
+  void unhandled_exception() noexcept {
+    result_->set_exception(std::current_exception());
+    note_failure(*result_);
+  }
 
   template <class U = T>
   requires std::convertible_to<U&&, T>
@@ -278,7 +300,10 @@ class task_promise<void> : public promise_base {
   std::coroutine_handle<task_promise> get_return_object() noexcept {
     return std::coroutine_handle<task_promise>::from_promise(*this);
   }
-  void unhandled_exception() noexcept { result_->set_exception(std::current_exception()); }
+  void unhandled_exception() noexcept {
+    result_->set_exception(std::current_exception());
+    note_failure(*result_);
+  }
   void return_void() noexcept { result_->set_value(); }
   void set_result_storage(task_result<void>& storage) noexcept { result_ = &storage; }
 

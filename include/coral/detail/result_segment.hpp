@@ -57,7 +57,8 @@ struct job_callback_fn final : job_callback<T> {
   Allocator allocator;
 };
 
-void report_unobserved_exception(const std::exception_ptr& e) noexcept;
+// `note`: the exception's trace, when a tracked task failed with it.
+void report_unobserved_exception(const std::exception_ptr& e, const failure_note* note = nullptr) noexcept;
 void report_callback_exception(const std::exception_ptr& e) noexcept;
 
 // Whether `e` is a boost::system::system_error with `code` (no exception is not).
@@ -283,7 +284,7 @@ class result_segment : public task_segment {
   void report_if_unobserved() noexcept {
     if (observed_.exchange(true, std::memory_order_relaxed) || !result_.has_exception()) return;
     if (cancel_requested_.load(std::memory_order_relaxed) && is_operation_aborted(result_.exception())) return;
-    report_unobserved_exception(result_.exception());
+    report_unobserved_exception(result_.exception(), result_.note());
   }
 
   void run_callback(job_callback<T>& callback) noexcept {

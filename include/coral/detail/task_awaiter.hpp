@@ -50,7 +50,7 @@ class task_awaiter {
     return false;
   }
 
-  T await_resume() { return result_.take(); }
+  T await_resume() { return result_.hand_over(); }
 
  protected:
   handle_type child_;

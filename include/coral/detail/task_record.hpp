@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <typeinfo>
 
@@ -112,6 +113,29 @@ class task_record {
   task_record* prev = nullptr;
   task_record* next = nullptr;
 };
+
+// An exception leaving the coroutines of tracked tasks, with the co_awaits it crossed so far
+// (coral::exception_trace). Made by the first coroutine it leaves, kept with the task_result it
+// went to, handed on by the awaiter that rethrows it to the coroutine it resumes (through this
+// thread's rethrown_failure_note) and extended by each coroutine it leaves after that. Defined
+// in src/task_tracking.cpp: only pointers to it appear here.
+struct failure_note;
+void drop_failure_note(failure_note* note) noexcept;
+struct failure_note_deleter {
+  void operator()(failure_note* note) const noexcept { drop_failure_note(note); }
+};
+using failure_note_ptr = std::unique_ptr<failure_note, failure_note_deleter>;
+
+// The note of the exception this thread's awaiter is rethrowing, for the coroutine it resumes.
+inline constinit thread_local failure_note* rethrown_failure_note = nullptr;
+// The note of the exception an unobserved-exception handler is reporting on this thread.
+inline constinit thread_local const failure_note* reported_failure_note = nullptr;
+
+// In the unhandled_exception() of a coroutine of a tracked task, at `depth` in its segment: the
+// current exception leaves it (and, at depth 0, ends the segment). Returns its note, extended.
+failure_note_ptr record_failure(task_record& record, std::uint16_t depth) noexcept;
+// Writes `note`'s trace to stderr (an unobserved exception's default report).
+void print_failure_trace(const failure_note* note) noexcept;
 
 // The steady clock, in nanoseconds.
 inline std::int64_t now_ns() noexcept {

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/task_record.hpp"
+
 namespace coral::detail {
 
 // The outcome of a task: nothing yet, a value (T may be a reference or void), or an exception.
@@ -58,14 +60,36 @@ class task_result {
   // As take(), but an exception is moved out rather than shared: the caller becomes its only owner
   // (exception objects are reference-counted inside libstdc++, out of ThreadSanitizer's sight, so
   // an exception shared by two threads' objects is reported when one of them frees it).
+  // The exception's trace goes with it, to the coroutine the caller resumes (a tracked task's).
   T hand_over() {
-    if (auto* e = std::get_if<2>(&state_)) std::rethrow_exception(std::exchange(*e, nullptr));
+    if (auto* e = std::get_if<2>(&state_)) {
+#if CORAL_TASK_TRACKING
+      if (note_) [[unlikely]]
+        drop_failure_note(std::exchange(rethrown_failure_note, note_.release()));
+#endif
+      std::rethrow_exception(std::exchange(*e, nullptr));
+    }
     return take();
   }
 
   // Destroys what is left (a value nobody took, the moved-from remains of one that was taken, an
   // exception): the result is empty again.
-  void clear() noexcept { state_.template emplace<0>(); }
+  void clear() noexcept {
+    state_.template emplace<0>();
+#if CORAL_TASK_TRACKING
+    note_.reset();
+#endif
+  }
+
+  // The trace of the exception, when a tracked task's coroutine left it here (else null).
+#if CORAL_TASK_TRACKING
+  void set_failure_note(failure_note_ptr note) noexcept { note_ = std::move(note); }
+  const failure_note* note() const noexcept { return note_.get(); }
+  failure_note_ptr take_note() noexcept { return std::move(note_); }
+#else
+  static constexpr const failure_note* note() noexcept { return nullptr; }
+  static failure_note_ptr take_note() noexcept { return nullptr; }
+#endif
 
   // An lvalue of the value (for callbacks that look at it without taking it).
   decltype(auto) peek() {
@@ -83,6 +107,9 @@ class task_result {
 
  private:
   std::variant<std::monostate, stored, std::exception_ptr> state_;
+#if CORAL_TASK_TRACKING
+  failure_note_ptr note_;
+#endif
 };
 
 }  // namespace coral::detail
