@@ -14,34 +14,34 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # tests/tsan.supp: one false report of g++'s TSan (it cannot model atomic_thread_fence), explained there.
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp:history_size=4"
 
-# Task tracking is compiled in everywhere but in the clang 14 build, which checks the default.
+# Task tracking is compiled in (the default) everywhere but in the fuzzing build (scripts/fuzz.sh),
+# which builds and runs the compiled-out setting.
 # (-O0: g++ compiles these translation units three times faster than at -O1 with the sanitizers,
 # and the tests take about a minute longer.)
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=address -DCMAKE_CXX_FLAGS=-O0 -DCORAL_TASK_TRACKING=ON >/dev/null
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=address -DCMAKE_CXX_FLAGS=-O0 >/dev/null
 cmake --build build/asan -j$jobs
 # (Every public header compiling on its own, and coral as a CMake subproject, an installed package
 # and a pkg-config package, are checked once, in the clang 19 build: they build coral on their own.)
 (cd build/asan && ctest --output-on-failure -j$jobs -E '^(compile_public_headers_alone|cmake_.*|pkg_config_consumer)$')
 
-cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=thread -DCMAKE_CXX_FLAGS=-O1 -DCORAL_BUILD_EXAMPLES=OFF \
-  -DCORAL_TASK_TRACKING=ON >/dev/null
+cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DCORAL_SANITIZE=thread -DCMAKE_CXX_FLAGS=-O1 -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j$jobs
 (cd build/tsan && ctest --output-on-failure -j$jobs -L cross_thread)
 
 # clang 19: everything, and every test, without sanitizers (the runs above are the sanitizer ones;
 # this one is about what another compiler accepts, warns about and makes of the code).
-cmake -S . -B build/clang19 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-19 -DCORAL_WARNINGS_AS_ERRORS=ON \
-  -DCORAL_TASK_TRACKING=ON >/dev/null
+cmake -S . -B build/clang19 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-19 -DCORAL_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build build/clang19 -j$jobs
 (cd build/clang19 && ctest --output-on-failure -j$jobs)
 
 # clang 14, Debian's default clang++: the library, the tests of the headers it is most particular
-# about (generator.hpp's constraints, the task machinery) and the compile tests. All of it
+# about (generator.hpp's constraints, the task machinery, task tracking without
+# std::source_location) and the compile tests. All of it
 # would take as long again as the clang 19 build, more than CI's time allows (docs/platforms.md).
 cmake -S . -B build/clang14 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 -DCORAL_WARNINGS_AS_ERRORS=ON \
   -DCORAL_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/clang14 -j$jobs --target coral test_generator test_task compile_own_asio_namespace
-(cd build/clang14 && ctest --output-on-failure -j$jobs -R '^(test_generator|test_task|compile_fail_.*|compile_own_asio_namespace|link_fail_.*)$')
+cmake --build build/clang14 -j$jobs --target coral test_generator test_task test_tracking compile_own_asio_namespace
+(cd build/clang14 && ctest --output-on-failure -j$jobs -R '^(test_generator|test_task|test_tracking|compile_fail_.*|compile_own_asio_namespace|link_fail_.*)$')
 
 # The HTTP demo's request path under libFuzzer for a minute, and the echo and chat sessions for
 # half a minute, from their seed corpora (which every build above also replays, as

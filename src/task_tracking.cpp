@@ -17,6 +17,12 @@
 namespace coral {
 namespace detail {
 
+#if CORAL_TASK_TRACKING
+extern const int coral_library_built_with_CORAL_TASK_TRACKING = 1;
+#else
+extern const int coral_library_built_without_CORAL_TASK_TRACKING = 1;
+#endif
+
 namespace {
 
 bool tracking_from_environment() noexcept {
@@ -48,6 +54,27 @@ stall_detector& the_detector() {
   return *d;
 }
 
+// A coroutine's name as a reader knows it. Inside a coroutine, g++ names the function that runs
+// its body (`void f(f(int)::_Z1fi.Frame*)`): its parameter's type begins with the coroutine's own
+// name and parameters, which is what is kept (`f(int)`, `main()::<lambda()>`).
+std::string readable_function(const char* function) {
+  if (!function) return {};
+  const std::string_view name(function);
+  constexpr std::string_view frame_suffix = ".Frame*)";
+  const auto mangled = name.rfind("::_Z");
+  if (name.size() < frame_suffix.size() || name.substr(name.size() - frame_suffix.size()) != frame_suffix ||
+      mangled == std::string_view::npos) {
+    return std::string(name);
+  }
+  // The parameter list's opening parenthesis: the first one, from the right, left unmatched.
+  int depth = 0;
+  for (auto i = mangled; i-- > 0;) {
+    if (name[i] == ')') ++depth;
+    if (name[i] == '(' && --depth < 0) return std::string(name.substr(i + 1, mangled - i - 1));
+  }
+  return std::string(name);
+}
+
 std::string where(const char* file, const char* function, std::uint32_t line) {
   if (!file) return "?";
   std::string s = file;
@@ -55,17 +82,12 @@ std::string where(const char* file, const char* function, std::uint32_t line) {
   s += std::to_string(line);
   if (function && *function) {
     s += " in ";
-    s += function;
+    s += readable_function(function);
   }
   return s;
 }
-std::string where(const code_location& l) {
-#if CORAL_TASK_TRACKING
+std::string where(const source_place& l) {
   return where(l.file, l.function, l.line);
-#else
-  static_cast<void>(l);
-  return "?";
-#endif
 }
 
 std::string describe_executor(executor_kind kind, const void* context, const std::type_info* type, bool strand) {
@@ -246,7 +268,7 @@ task_record* make_record(std::uint64_t parent, std::uint64_t spawned_by, const c
   auto record = std::make_unique<task_record>();
   record->parent = parent;
   record->spawned_by = spawned_by;
-  record->spawned_at = where;
+  record->spawned_at = where.place();
   record->context = context;
   record->executor_type = executor_type;
   record->context_kind = kind;
@@ -521,7 +543,7 @@ std::size_t tracked_task_count() noexcept {
 
 void dump_tasks(std::ostream& out) {
   if (!CORAL_TASK_TRACKING) {
-    out << "coral: task tracking is not compiled in (build coral with the CMake option CORAL_TASK_TRACKING=ON)\n";
+    out << "coral: task tracking is not compiled in (coral was built with the CMake option CORAL_TASK_TRACKING=OFF)\n";
     return;
   }
   const auto tasks = snapshot_tasks();
@@ -598,7 +620,7 @@ void dump_tasks_json(std::ostream& out) {
       s << "{\"file\":";
       write_json_string(s, f.file ? f.file : "");
       s << ",\"line\":" << f.line << ",\"function\":";
-      write_json_string(s, f.function ? f.function : "");
+      write_json_string(s, detail::readable_function(f.function));
       s << '}';
     }
     s << "],\"frames_not_recorded\":"

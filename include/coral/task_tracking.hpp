@@ -20,11 +20,12 @@
 // its coroutines, innermost first (its async stack), followed by those of the task awaiting it.
 // The source locations come from coral's co_await and spawn themselves: users write nothing.
 //
-// Tracking is compiled in by the CMake option CORAL_TASK_TRACKING=ON (off by default: without it
-// these functions only say that it is not compiled in). Compiled in and switched off, a task
-// costs a pointer test per co_await, and its frames hold the source locations of their co_awaits;
-// switched on, a clock reading per resumption and suspension and a lock per task started and
-// ended (docs/benchmarks.md has the figures).
+// Tracking is compiled in unless coral is built with the CMake option CORAL_TASK_TRACKING=OFF
+// (then these functions only say that it is not compiled in), and switched off until switched
+// on. Compiled in and switched off, a co_await costs a pointer test, and a frame holds a pointer
+// to the source location of the co_await it is suspended in; switched on, a clock reading per
+// resumption and suspension and a lock per task started and ended (docs/benchmarks.md has the
+// figures).
 //
 // Thread safety: every function may be called from any thread, also from inside a task, while
 // tasks run on every executor; a dump never stops an executor and never waits for a task.

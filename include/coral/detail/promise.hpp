@@ -168,7 +168,9 @@ class promise_base {
     segment_ = &segment;
     continuation_ = continuation;
 #if CORAL_TASK_TRACKING
-    depth_ = static_cast<std::uint16_t>(static_cast<promise_base&>(continuation.promise()).depth_ + 1);
+    // (Only a tracked task's record needs it.)
+    if (segment.record()) [[unlikely]]
+      depth_ = static_cast<std::uint16_t>(static_cast<promise_base&>(continuation.promise()).depth_ + 1);
 #endif
   }
   void run_as_root(task_segment& root) noexcept {

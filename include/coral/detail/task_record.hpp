@@ -11,32 +11,69 @@
 #include <memory>
 #include <string>
 #include <typeinfo>
+#include <version>
+#if __has_include(<source_location>)
+#include <source_location>
+#endif
+
+#include "coral/detail/config.hpp"
 
 #ifndef CORAL_TASK_TRACKING
-#define CORAL_TASK_TRACKING 0
+#define CORAL_TASK_TRACKING 1
 #endif
 
 namespace coral::detail {
 
-// A place in the source: where a coroutine awaits, or where a task was spawned. Filled in by
-// default arguments at the call site (the compilers' builtins, which every supported compiler
-// has, where std::source_location is missing under clang 14 with libstdc++). The strings are
-// literals in the program: a record may point at them for as long as the program runs.
-struct code_location {
+// Tracking changes the layout of coral's types: a program must use one setting everywhere, coral's
+// compiled part included. Each translation unit using coral refers to the mark of its own setting,
+// which only a library built with the same setting defines: a mismatch is a link error naming the
+// cause.
 #if CORAL_TASK_TRACKING
+extern const int coral_library_built_with_CORAL_TASK_TRACKING;
+CORAL_USED inline const int* const task_tracking_mark = &coral_library_built_with_CORAL_TASK_TRACKING;
+#else
+extern const int coral_library_built_without_CORAL_TASK_TRACKING;
+CORAL_USED inline const int* const task_tracking_mark = &coral_library_built_without_CORAL_TASK_TRACKING;
+#endif
+
+// A place in the source, as a record keeps it. The strings are literals in the program: a record
+// may point at them for as long as the program runs. (No file: not known.)
+struct source_place {
   const char* file = nullptr;
   const char* function = nullptr;
   std::uint32_t line = 0;
+};
+
+// A place in the source: where a coroutine awaits, or where a task was spawned. Filled in by
+// default arguments at the call site. A frame holds one for each co_await that may suspend, so it
+// is kept to one pointer where the compiler has std::source_location (the builtins' three fields
+// where it has not: clang 14 with libstdc++).
+#if CORAL_TASK_TRACKING && defined(__cpp_lib_source_location)
+struct code_location {
+  std::source_location at;
+  static constexpr code_location here(std::source_location at = std::source_location::current()) noexcept {
+    return {at};
+  }
+  source_place place() const noexcept {
+    if (at.line() == 0) return {};
+    return {at.file_name(), at.function_name(), at.line()};
+  }
+};
+#elif CORAL_TASK_TRACKING
+struct code_location {
+  source_place at;
   static constexpr code_location here(const char* file = __builtin_FILE(), const char* function = __builtin_FUNCTION(),
                                       std::uint32_t line = __builtin_LINE()) noexcept {
-    return {file, function, line};
+    return {{file, function, line}};
   }
-#else
-  static constexpr code_location here() noexcept {
-    return {};
-  }
-#endif
+  source_place place() const noexcept { return at; }
 };
+#else
+struct code_location {
+  static constexpr code_location here() noexcept { return {}; }
+  static constexpr source_place place() noexcept { return {}; }
+};
+#endif
 
 // What a suspended task waits on.
 enum class wait_kind : std::uint8_t {
@@ -85,7 +122,7 @@ class task_record {
   std::uint64_t id = 0;
   std::uint64_t parent = 0;      // the task awaiting this one (a child, a join's branch), or 0
   std::uint64_t spawned_by = 0;  // the task that was running where this one was spawned, or 0
-  code_location spawned_at;
+  source_place spawned_at;
   const void* context = nullptr;  // the execution context
   const std::type_info* executor_type = nullptr;
   executor_kind context_kind = executor_kind::other;
@@ -106,7 +143,7 @@ class task_record {
 
   // The task's own thread only.
   std::int64_t resumed_at_ns = 0;
-  code_location resumed_from;        // the co_await it was last resumed from
+  source_place resumed_from;         // the co_await it was last resumed from
   std::uint8_t stalls_reported = 0;  // bit 0: ran too long, bit 1: queued too long
 
   // Links in the registry (guarded by its lock).
@@ -166,9 +203,10 @@ inline void record_await(task_record& record, std::uint16_t depth, const code_lo
 #if CORAL_TASK_TRACKING
   if (depth < task_record::max_frames) {
     auto& f = record.frames[depth];
-    f.file.store(where.file, std::memory_order_relaxed);
-    f.function.store(where.function, std::memory_order_relaxed);
-    f.line.store(where.line, std::memory_order_relaxed);
+    const source_place at = where.place();
+    f.file.store(at.file, std::memory_order_relaxed);
+    f.function.store(at.function, std::memory_order_relaxed);
+    f.line.store(at.line, std::memory_order_relaxed);
   }
   record.depth.store(static_cast<std::uint16_t>(depth + 1), std::memory_order_relaxed);
   record.waits_on.store(kind, std::memory_order_relaxed);

@@ -12,6 +12,16 @@
 
 namespace coral::detail {
 
+// A task's exception and, for a tracked task, its way through coroutines (in the variant's
+// alternative, not beside it: a result that holds a value pays nothing for it).
+struct task_failure {
+  explicit task_failure(std::exception_ptr e) noexcept : exception(std::move(e)) {}
+  std::exception_ptr exception;
+#if CORAL_TASK_TRACKING
+  failure_note_ptr note;
+#endif
+};
+
 // The outcome of a task: nothing yet, a value (T may be a reference or void), or an exception.
 template <class T>
 class task_result {
@@ -40,8 +50,8 @@ class task_result {
 
   bool has_value() const noexcept { return state_.index() == 1; }
   bool has_exception() const noexcept { return state_.index() == 2; }
-  const std::exception_ptr& exception() const noexcept { return *std::get_if<2>(&state_); }
-  std::exception_ptr& exception_ref() noexcept { return *std::get_if<2>(&state_); }
+  const std::exception_ptr& exception() const noexcept { return std::get_if<2>(&state_)->exception; }
+  std::exception_ptr& exception_ref() noexcept { return std::get_if<2>(&state_)->exception; }
 
   // Moves the value out, or rethrows the exception.
   T take() {
@@ -62,30 +72,31 @@ class task_result {
   // an exception shared by two threads' objects is reported when one of them frees it).
   // The exception's trace goes with it, to the coroutine the caller resumes (a tracked task's).
   T hand_over() {
-    if (auto* e = std::get_if<2>(&state_)) {
+    if (auto* f = std::get_if<2>(&state_)) {
 #if CORAL_TASK_TRACKING
-      if (note_) [[unlikely]]
-        drop_failure_note(std::exchange(rethrown_failure_note, note_.release()));
+      if (f->note) drop_failure_note(std::exchange(rethrown_failure_note, f->note.release()));
 #endif
-      std::rethrow_exception(std::exchange(*e, nullptr));
+      std::rethrow_exception(std::exchange(f->exception, nullptr));
     }
     return take();
   }
 
   // Destroys what is left (a value nobody took, the moved-from remains of one that was taken, an
   // exception): the result is empty again.
-  void clear() noexcept {
-    state_.template emplace<0>();
-#if CORAL_TASK_TRACKING
-    note_.reset();
-#endif
-  }
+  void clear() noexcept { state_.template emplace<0>(); }
 
   // The trace of the exception, when a tracked task's coroutine left it here (else null).
+  // (After set_exception().)
 #if CORAL_TASK_TRACKING
-  void set_failure_note(failure_note_ptr note) noexcept { note_ = std::move(note); }
-  const failure_note* note() const noexcept { return note_.get(); }
-  failure_note_ptr take_note() noexcept { return std::move(note_); }
+  void set_failure_note(failure_note_ptr note) noexcept { std::get_if<2>(&state_)->note = std::move(note); }
+  const failure_note* note() const noexcept {
+    const auto* f = std::get_if<2>(&state_);
+    return f ? f->note.get() : nullptr;
+  }
+  failure_note_ptr take_note() noexcept {
+    auto* f = std::get_if<2>(&state_);
+    return f ? std::move(f->note) : nullptr;
+  }
 #else
   static constexpr const failure_note* note() noexcept { return nullptr; }
   static failure_note_ptr take_note() noexcept { return nullptr; }
@@ -101,15 +112,12 @@ class task_result {
   }
 
   void rethrow_if_exception() const {
-    if (state_.index() == 2) std::rethrow_exception(*std::get_if<2>(&state_));
+    if (state_.index() == 2) std::rethrow_exception(std::get_if<2>(&state_)->exception);
     if (state_.index() == 0) throw std::logic_error("coral: the task has no result (it did not complete)");
   }
 
  private:
-  std::variant<std::monostate, stored, std::exception_ptr> state_;
-#if CORAL_TASK_TRACKING
-  failure_note_ptr note_;
-#endif
+  std::variant<std::monostate, stored, task_failure> state_;
 };
 
 }  // namespace coral::detail
