@@ -116,11 +116,20 @@ void report_stall(const task_record& record, stall_report::kind what, std::int64
                       std::chrono::nanoseconds(duration_ns),
                       describe_executor(record.context_kind, record.context, record.executor_type, record.strand),
                       where(record.resumed_from),
-                      std::move(to)};
+                      std::move(to),
+                      {}};
   std::shared_ptr<const std::function<void(const stall_report&)>> f;
   {
     std::lock_guard lock(the_registry().mutex);
     report.task_name = record.name;
+    if (what == stall_report::kind::queued_too_long) {
+      for (const task_record* t = the_registry().newest; t; t = t->next) {
+        if (t != &record && t->context == record.context &&
+            t->current.load(std::memory_order_relaxed) == task_record::state::queued) {
+          report.also_queued.push_back(t->id);
+        }
+      }
+    }
   }
   {
     std::lock_guard lock(the_detector().mutex);
@@ -639,7 +648,16 @@ std::string to_string(const stall_report& report) {
     return s + " ran " + ms + " without suspending, blocking " + report.executor + ": from " + report.from + " to " +
            report.to;
   }
-  return s + " waited " + ms + " in the queue of " + report.executor + " to resume from " + report.from;
+  s = s + " waited " + ms + " in the queue of " + report.executor + " to resume from " + report.from;
+  if (!report.also_queued.empty()) {
+    s += "; queued there too: task";
+    if (report.also_queued.size() > 1) s += 's';
+    for (std::size_t i = 0; i < report.also_queued.size(); ++i) {
+      s += i ? ", " : " ";
+      s += std::to_string(report.also_queued[i]);
+    }
+  }
+  return s;
 }
 
 std::string to_string(const exception_trace& trace) {

@@ -588,6 +588,10 @@ BOOST_AUTO_TEST_CASE(a_task_that_busy_loops_is_reported_once_and_one_that_sleeps
       ++waited;
       BOOST_TEST(r.task_name == "queued");
       BOOST_TEST(r.duration >= std::chrono::milliseconds(20));
+      // The busy task, which yielded meanwhile, is queued behind it on the same loop.
+      BOOST_TEST(r.also_queued.size() == 1u);
+      BOOST_TEST(r.also_queued != std::vector<std::uint64_t>{r.task_id});
+      BOOST_TEST(coral::to_string(r).find("; queued there too: task ") != std::string::npos);
     }
   }
   BOOST_TEST(ran == 1);  // once, though it blocked twice

@@ -66,6 +66,8 @@ struct stall_report {
   // end"); queued_too_long: the co_await it was resumed from.
   std::string from;
   std::string to;
+  // queued_too_long: the other tracked tasks queued on the same execution context at that moment.
+  std::vector<std::uint64_t> also_queued;
 };
 // The default report: one line on stderr.
 std::string to_string(const stall_report& report);
