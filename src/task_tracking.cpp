@@ -109,16 +109,18 @@ std::string describe_executor(executor_kind kind, const void* context, const std
   return s;
 }
 
+// The reports noted on this thread and not yet made (see flush_stall_reports).
+thread_local std::vector<stall_report> pending_stall_reports;
+
 void report_stall(const task_record& record, stall_report::kind what, std::int64_t duration_ns, std::string to) {
   stall_report report{what,
                       record.id,
                       {},
                       std::chrono::nanoseconds(duration_ns),
                       describe_executor(record.context_kind, record.context, record.executor_type, record.strand),
-                      where(record.resumed_from),
+                      record.resumed_from.file ? where(record.resumed_from) : "its start",
                       std::move(to),
                       {}};
-  std::shared_ptr<const std::function<void(const stall_report&)>> f;
   {
     std::lock_guard lock(the_registry().mutex);
     report.task_name = record.name;
@@ -131,18 +133,30 @@ void report_stall(const task_record& record, stall_report::kind what, std::int64
       }
     }
   }
-  {
-    std::lock_guard lock(the_detector().mutex);
-    f = the_detector().report;
-  }
-  try {
-    if (f && *f) {
-      (*f)(report);
-    } else {
-      std::fprintf(stderr, "%s\n", to_string(report).c_str());
+  pending_stall_reports.push_back(std::move(report));
+}
+
+// Reports what report_stall() noted on this thread: at the end of a task's run, where no lock of
+// coral's is held (a task suspends inside waits that hold one, such as a task_group's join).
+void flush_stall_reports() noexcept {
+  auto reports = std::exchange(pending_stall_reports, {});
+  for (const auto& report : reports) {
+    std::shared_ptr<const std::function<void(const stall_report&)>> f;
+    {
+      // (Switched off meanwhile: nothing is reported.)
+      std::lock_guard lock(the_detector().mutex);
+      if (the_detector().threshold_ns.load(std::memory_order_relaxed) == 0) return;
+      f = the_detector().report;
     }
-  } catch (...) {
-    std::fprintf(stderr, "coral: the stall report threw an exception (ignored)\n");
+    try {
+      if (f && *f) {
+        (*f)(report);
+      } else {
+        std::fprintf(stderr, "%s\n", to_string(report).c_str());
+      }
+    } catch (...) {
+      std::fprintf(stderr, "coral: the stall report threw an exception (ignored)\n");
+    }
   }
 }
 
@@ -168,15 +182,37 @@ void drop_failure_note(failure_note* note) noexcept {
   delete note;
 }
 
+namespace {
+// Frees the thread's pending note when the thread ends.
+struct rethrown_note_owner {
+  ~rethrown_note_owner() { drop_failure_note(std::exchange(rethrown_failure_note, nullptr)); }
+};
+bool is_being_handled(const failure_note* note) noexcept {
+  return note && std::current_exception() == note->exception;
+}
+}  // namespace
+
+void pass_on_failure_note(failure_note_ptr note) noexcept {
+  static thread_local rethrown_note_owner owner;
+  static_cast<void>(owner);
+  drop_failure_note(std::exchange(rethrown_failure_note, note.release()));
+}
+
+void forget_caught_failure() noexcept {
+  if (!is_being_handled(rethrown_failure_note)) drop_failure_note(std::exchange(rethrown_failure_note, nullptr));
+}
+
 failure_note_ptr record_failure(task_record& record, std::uint16_t depth) noexcept {
 #if !CORAL_TASK_TRACKING
   static_cast<void>(record), static_cast<void>(depth);
   return nullptr;
 #else
   try {
-    std::exception_ptr e = std::current_exception();
-    failure_note_ptr note(std::exchange(rethrown_failure_note, nullptr));
-    if (!note || note->exception != e) note.reset(new failure_note{std::move(e), {}});
+    // The note of the exception rethrown to this coroutine, if this is that exception (another one,
+    // thrown inside a catch block that may still rethrow the first, leaves that note in place).
+    failure_note_ptr note;
+    if (is_being_handled(rethrown_failure_note)) note.reset(std::exchange(rethrown_failure_note, nullptr));
+    if (!note) note.reset(new failure_note{std::current_exception(), {}});
     exception_trace& trace = note->trace;
     std::string name;
     {
@@ -310,7 +346,28 @@ void free_record(task_record* record) noexcept {
   delete record;
 }
 
+namespace {
+// `name` with every control character and every byte that is not part of a UTF-8 sequence
+// replaced by '?': a name cannot add a line to a text dump or break the JSON one.
+std::string printable(std::string name) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(name[i]); };
+  for (std::size_t i = 0; i < name.size();) {
+    const unsigned char c = byte(i);
+    const std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool valid = length != 0 && i + length <= name.size();
+    for (std::size_t k = 1; valid && k < length; ++k) valid = (byte(i + k) >> 6) == 0x2;
+    if (!valid || c < 0x20 || c == 0x7f) {
+      name[i++] = '?';
+    } else {
+      i += length;
+    }
+  }
+  return name;
+}
+}  // namespace
+
 void rename_record(task_record& record, std::string name) {
+  name = printable(std::move(name));
   std::lock_guard lock(the_registry().mutex);
   record.name = std::move(name);
 }
@@ -347,9 +404,13 @@ void record_queued(task_record& record) noexcept {
 void begin_run(task_record& record) noexcept {
   const std::int64_t now = now_ns();
   // (Not its start: a task spawned before its executor runs has not been held up by anything.)
-  const bool was_queued = record.current.load(std::memory_order_relaxed) == task_record::state::queued &&
-                          record.resumes.load(std::memory_order_relaxed) > 0;
-  const std::int64_t waited = now - record.since_ns.load(std::memory_order_relaxed);
+  const auto state = record.current.load(std::memory_order_relaxed);
+  const bool was_queued = state == task_record::state::queued && record.resumes.load(std::memory_order_relaxed) > 0;
+  std::int64_t waited = was_queued ? now - record.since_ns.load(std::memory_order_relaxed) : 0;
+  // A sleep's completion is queued inside Asio, out of coral's sight: it waited from its deadline.
+  if (state == task_record::state::suspended && record.waits_on.load(std::memory_order_relaxed) == wait_kind::sleep) {
+    waited = now - record.wait_detail.load(std::memory_order_relaxed);
+  }
   record.current.store(task_record::state::running, std::memory_order_relaxed);
   record.since_ns.store(now, std::memory_order_relaxed);
   record.resumes.fetch_add(1, std::memory_order_relaxed);
@@ -366,13 +427,12 @@ void begin_run(task_record& record) noexcept {
 #endif
   running_record = &record;
   const std::int64_t threshold = the_detector().threshold_ns.load(std::memory_order_relaxed);
-  if (threshold > 0 && was_queued && waited > threshold && !(record.stalls_reported & 2)) {
+  if (threshold > 0 && waited > threshold && !(record.stalls_reported & 2)) {
     record.stalls_reported |= 2;
     try {
       report_stall(record, stall_report::kind::queued_too_long, waited, where(record.resumed_from));
     } catch (...) {
     }
-    record.resumed_at_ns = now_ns();  // (the report's own time is not the task's)
   }
 }
 
@@ -380,6 +440,11 @@ void end_run(task_record* outer, std::int64_t began_ns) noexcept {
   // The tasks resumed on this stack ran in the outer task's time: not its own.
   if (outer) outer->resumed_at_ns += now_ns() - began_ns;
   running_record = outer;
+  if (!pending_stall_reports.empty()) [[unlikely]] {
+    const std::int64_t reporting = now_ns();
+    flush_stall_reports();
+    if (outer) outer->resumed_at_ns += now_ns() - reporting;  // (the reports' own time is not the task's)
+  }
 }
 
 }  // namespace detail
@@ -404,32 +469,75 @@ struct task_snapshot {
 };
 
 std::vector<task_snapshot> snapshot_tasks() {
-  std::vector<task_snapshot> tasks;
-  auto& r = detail::the_registry();
-  std::lock_guard lock(r.mutex);
-  tasks.reserve(r.count);
-  for (const detail::task_record* t = r.newest; t; t = t->next) {
-    task_snapshot s{t->id,
-                    t->parent,
-                    t->spawned_by,
-                    t->name,
-                    detail::where(t->spawned_at),
-                    detail::describe_executor(t->context_kind, t->context, t->executor_type, t->strand),
-                    t->current.load(std::memory_order_relaxed),
-                    t->waits_on.load(std::memory_order_relaxed),
-                    t->wait_detail.load(std::memory_order_relaxed),
-                    t->since_ns.load(std::memory_order_relaxed),
-                    t->created_ns,
-                    t->busy_ns.load(std::memory_order_relaxed),
-                    t->resumes.load(std::memory_order_relaxed),
-                    t->depth.load(std::memory_order_relaxed),
-                    {}};
-    const auto recorded = std::min<std::uint16_t>(s.depth, detail::task_record::max_frames);
-    for (auto i = recorded; i-- > 0;) {
-      const auto& f = t->frames[i];
-      s.frames.push_back({f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
-                          f.line.load(std::memory_order_relaxed)});
+  // Copied as they are under the registry's lock, which every task start and end takes; made
+  // readable (source places, executor names) after it.
+  struct raw_task {
+    std::uint64_t id, parent, spawned_by;
+    std::string name;
+    detail::source_place spawned_at;
+    detail::executor_kind context_kind;
+    const void* context;
+    const std::type_info* executor_type;
+    bool strand;
+    detail::task_record::state state;
+    detail::wait_kind waits_on;
+    std::int64_t wait_detail, since_ns, created_ns, busy_ns;
+    std::uint64_t resumes;
+    std::uint16_t depth;
+    frame_snapshot frames[detail::task_record::max_frames];
+  };
+  std::vector<raw_task> raw;
+  {
+    auto& r = detail::the_registry();
+    std::lock_guard lock(r.mutex);
+    raw.reserve(r.count);
+    for (const detail::task_record* t = r.newest; t; t = t->next) {
+      raw_task& c = raw.emplace_back();
+      c.id = t->id;
+      c.parent = t->parent;
+      c.spawned_by = t->spawned_by;
+      c.name = t->name;
+      c.spawned_at = t->spawned_at;
+      c.context_kind = t->context_kind;
+      c.context = t->context;
+      c.executor_type = t->executor_type;
+      c.strand = t->strand;
+      c.state = t->current.load(std::memory_order_relaxed);
+      c.waits_on = t->waits_on.load(std::memory_order_relaxed);
+      c.wait_detail = t->wait_detail.load(std::memory_order_relaxed);
+      c.since_ns = t->since_ns.load(std::memory_order_relaxed);
+      c.created_ns = t->created_ns;
+      c.busy_ns = t->busy_ns.load(std::memory_order_relaxed);
+      c.resumes = t->resumes.load(std::memory_order_relaxed);
+      c.depth = t->depth.load(std::memory_order_relaxed);
+      const auto recorded = std::min<std::uint16_t>(c.depth, detail::task_record::max_frames);
+      for (std::uint16_t i = 0; i < recorded; ++i) {
+        const auto& f = t->frames[recorded - 1 - i];  // innermost first
+        c.frames[i] = {f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
+                       f.line.load(std::memory_order_relaxed)};
+      }
     }
+  }
+  std::vector<task_snapshot> tasks;
+  tasks.reserve(raw.size());
+  for (auto& c : raw) {
+    task_snapshot s{c.id,
+                    c.parent,
+                    c.spawned_by,
+                    std::move(c.name),
+                    detail::where(c.spawned_at),
+                    detail::describe_executor(c.context_kind, c.context, c.executor_type, c.strand),
+                    c.state,
+                    c.waits_on,
+                    c.wait_detail,
+                    c.since_ns,
+                    c.created_ns,
+                    c.busy_ns,
+                    c.resumes,
+                    c.depth,
+                    {}};
+    const auto recorded = std::min<std::uint16_t>(c.depth, detail::task_record::max_frames);
+    s.frames.assign(c.frames, c.frames + recorded);
     tasks.push_back(std::move(s));
   }
   return tasks;
@@ -696,10 +804,11 @@ void set_exception_hook(std::function<void(const std::exception_ptr&, const exce
 
 void set_stall_detector(std::chrono::nanoseconds threshold, std::function<void(const stall_report&)> report) {
   auto& d = detail::the_detector();
-  {
-    std::lock_guard lock(d.mutex);
-    d.report = report ? std::make_shared<const std::function<void(const stall_report&)>>(std::move(report)) : nullptr;
-  }
+  std::shared_ptr<const std::function<void(const stall_report&)>> previous;
+  // (Both under the lock: a report made meanwhile sees the old pair or the new one, never a mix.)
+  std::lock_guard lock(d.mutex);
+  previous = std::exchange(
+      d.report, report ? std::make_shared<const std::function<void(const stall_report&)>>(std::move(report)) : nullptr);
   d.threshold_ns.store(threshold.count() > 0 ? threshold.count() : 0, std::memory_order_relaxed);
 }
 

@@ -35,7 +35,7 @@ int main(int argc, char* argv[]) {
       parse_options(static_cast<int>(common.size()), common.data(),
                     "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--grace-ms N] "
                     "[--backlog-bytes N] [--write-timeout-ms N]");
-  coral::event stopping;
+  shutdown_signal stopping;
   room r;
-  return run(o, stopping, [&](tcp::socket socket) { return session(std::move(socket), r, stopping, chat); });
+  return run(o, stopping, [&](tcp::socket socket) { return session(std::move(socket), r, stopping.event(), chat); });
 }

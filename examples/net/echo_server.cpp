@@ -11,6 +11,6 @@ int main(int argc, char* argv[]) {
   const options o = parse_options(
       argc, argv,
       "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--idle-timeout-ms N] [--grace-ms N]");
-  coral::event stopping;
+  shutdown_signal stopping;
   return run(o, stopping, [&](tcp::socket socket) { return echo(std::move(socket), o, stopping); });
 }

@@ -14,12 +14,13 @@ namespace net_demo::echo_demo {
 // Sessions end on their own (a closed connection, the idle timeout, the shutdown): an exception
 // leaving a session would make the group cancel the others.
 template <class Socket>
-coral::task<> echo(Socket socket, const options& o, coral::event& stopping) {
+coral::task<> echo(Socket socket, const options& o, shutdown_signal& stopping) {
   co_await name_session("echo", socket);
+  shutdown_signal::session me(stopping, socket, co_await coral::this_task::executor);
   std::array<char, 4096> data;
   try {
     for (;;) {
-      if (!co_await wait_for_client(socket, stopping, o.idle_timeout)) break;  // (the shutdown began)
+      if (!co_await wait_for_client(socket, me, o.idle_timeout)) break;  // (the shutdown began)
       const std::size_t n = co_await socket.async_read_some(asio::buffer(data), coral::use_task);
       // A client that stops reading must not hold its session forever: the idle timeout bounds
       // the write too.

@@ -83,7 +83,7 @@ struct server_context {
   std::chrono::milliseconds stream_interval{100};
   // For tests and the fuzz target: sees each request the session is about to answer.
   std::function<void(const request&)> on_request;
-  coral::event stopping;
+  shutdown_signal stopping;
   statistics stats;
 };
 
@@ -448,13 +448,14 @@ inline std::optional<response> refusal_for(const boost::system::error_code& e) {
 template <class Socket>
 coral::task<> session(Socket socket, server_context& server) {
   co_await name_session("http", socket);
+  shutdown_signal::session me(server.stopping, socket, co_await coral::this_task::executor);
   alive counted(server.stats.tasks_alive);
   alive open(server.stats.open_connections);
   beast::flat_buffer buffer(read_buffer_limit);
   try {
     for (;;) {
       // Idle between requests, unless a pipelined one is buffered already (server.hpp).
-      if (buffer.size() == 0 && !co_await wait_for_client(socket, server.stopping, server.o.idle_timeout)) break;
+      if (buffer.size() == 0 && !co_await wait_for_client(socket, me, server.o.idle_timeout)) break;
       request_parser parser;
       parser.header_limit(header_limit);
       parser.body_limit(body_limit);

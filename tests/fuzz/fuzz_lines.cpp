@@ -191,7 +191,7 @@ void run_echo(input_reader& in, ending how) {
   asio::local::connect_pair(server_end, clients[0]->socket);
   net_demo::options o;
   o.idle_timeout = std::chrono::seconds(5);
-  coral::event stopping;
+  net_demo::shutdown_signal stopping;
   auto session = coral::spawn(context, net_demo::echo_demo::echo(std::move(server_end), o, stopping));
   clients[0]->set_reading(true);
   run_steps(context, clients, in, [&](std::size_t, input_reader& bytes) {

@@ -133,7 +133,7 @@ class group_state : public ref_counted<group_state> {
       note = std::move(failure_note_);
     }
 #if CORAL_TASK_TRACKING
-    if (note) drop_failure_note(std::exchange(rethrown_failure_note, note.release()));
+    if (note) pass_on_failure_note(std::move(note));
 #endif
     return failure;
   }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <concepts>
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <type_traits>
@@ -140,8 +141,11 @@ class promise_base {
       promise_base& p = *self;
       if (p.root_) {
 #if CORAL_TASK_TRACKING
-        if (task_record* record = p.root_->record()) [[unlikely]]
+        if (task_record* record = p.root_->record()) [[unlikely]] {
           record_suspend(*record);  // its last run counts too
+          // An exception rethrown to one of its coroutines, caught there, ends its trace here.
+          if (rethrown_failure_note) forget_caught_failure();
+        }
 #endif
         p.root_->complete();  // destroys this frame
       } else {
@@ -169,8 +173,11 @@ class promise_base {
     continuation_ = continuation;
 #if CORAL_TASK_TRACKING
     // (Only a tracked task's record needs it.)
-    if (segment.record()) [[unlikely]]
-      depth_ = static_cast<std::uint16_t>(static_cast<promise_base&>(continuation.promise()).depth_ + 1);
+    // (Saturated: a deeper coroutine is recorded as the deepest, never as the outermost.)
+    if (segment.record()) [[unlikely]] {
+      const std::uint16_t parent = static_cast<promise_base&>(continuation.promise()).depth_;
+      depth_ = parent == UINT16_MAX ? parent : static_cast<std::uint16_t>(parent + 1);
+    }
 #endif
   }
   void run_as_root(task_segment& root) noexcept {
@@ -185,9 +192,8 @@ class promise_base {
   void note_await(const code_location& where, Wait&& wait) noexcept {
 #if CORAL_TASK_TRACKING
     if (task_record* record = segment_->record()) [[unlikely]] {
-      // An exception rethrown to this coroutine that it caught: its trace ends here.
       if (rethrown_failure_note) [[unlikely]]
-        drop_failure_note(std::exchange(rethrown_failure_note, nullptr));
+        forget_caught_failure();
       const auto [kind, detail] = wait();
       record_await(*record, depth_, where, kind, detail);
     }
@@ -204,7 +210,7 @@ class promise_base {
     if (task_record* record = segment_->record()) [[unlikely]] {
       result.set_failure_note(record_failure(*record, depth_));
     } else if (rethrown_failure_note) [[unlikely]] {
-      drop_failure_note(std::exchange(rethrown_failure_note, nullptr));
+      forget_caught_failure();  // (kept when it is this exception, passing through)
     }
 #else
     static_cast<void>(result);

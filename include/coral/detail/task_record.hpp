@@ -163,8 +163,15 @@ struct failure_note_deleter {
 };
 using failure_note_ptr = std::unique_ptr<failure_note, failure_note_deleter>;
 
-// The note of the exception this thread's awaiter is rethrowing, for the coroutine it resumes.
+// The note of the exception this thread's awaiter is rethrowing, for the coroutine it resumes
+// (set by pass_on_failure_note, taken by that coroutine's record_failure when the exception leaves
+// it, dropped by forget_caught_failure when it caught the exception instead, and at the latest
+// with the thread).
 inline constinit thread_local failure_note* rethrown_failure_note = nullptr;
+void pass_on_failure_note(failure_note_ptr note) noexcept;
+// At a co_await of a tracked task while a note is pending: drops it unless its exception is the
+// one being handled right now (a catch block that may still `throw;` it).
+void forget_caught_failure() noexcept;
 // The note of the exception an unobserved-exception handler is reporting on this thread.
 inline constinit thread_local const failure_note* reported_failure_note = nullptr;
 

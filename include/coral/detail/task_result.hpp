@@ -74,7 +74,7 @@ class task_result {
   T hand_over() {
     if (auto* f = std::get_if<2>(&state_)) {
 #if CORAL_TASK_TRACKING
-      if (f->note) drop_failure_note(std::exchange(rethrown_failure_note, f->note.release()));
+      if (f->note) pass_on_failure_note(std::move(f->note));
 #endif
       std::rethrow_exception(std::exchange(f->exception, nullptr));
     }
