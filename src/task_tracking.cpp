@@ -54,25 +54,77 @@ stall_detector& the_detector() {
   return *d;
 }
 
-// A coroutine's name as a reader knows it. Inside a coroutine, g++ names the function that runs
-// its body (`void f(f(int)::_Z1fi.Frame*)`): its parameter's type begins with the coroutine's own
-// name and parameters, which is what is kept (`f(int)`, `main()::<lambda()>`).
+// The index just past the bracket that closes the one at `open` ('(' or '<'), or npos.
+std::size_t past_closing(std::string_view s, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '(' || s[i] == '<') ++depth;
+    if ((s[i] == ')' || s[i] == '>') && --depth == 0) return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// A function's name as a reader looks for it in a dump: its qualified name, without its return
+// type, template arguments (`<...>`) or parameters, as the compilers' full names have them
+// (`coral::task<> app::fetch(Socket&) [with Socket = ...]` is `app::fetch`; a lambda keeps where it
+// is: `app::run(...)::<lambda()>`). Inside a coroutine, g++ names the function that runs its body
+// (`void f(f(int)::_Z1fi.Frame*)`): its parameter's type begins with the coroutine's own name,
+// which is what is kept.
 std::string readable_function(const char* function) {
   if (!function) return {};
-  const std::string_view name(function);
+  std::string_view name(function);
   constexpr std::string_view frame_suffix = ".Frame*)";
-  const auto mangled = name.rfind("::_Z");
-  if (name.size() < frame_suffix.size() || name.substr(name.size() - frame_suffix.size()) != frame_suffix ||
-      mangled == std::string_view::npos) {
-    return std::string(name);
+  if (const auto mangled = name.rfind("::_Z"); mangled != std::string_view::npos && name.ends_with(frame_suffix)) {
+    // The parameter list's opening parenthesis: the first one, from the right, left unmatched.
+    int depth = 0;
+    for (auto i = mangled; i-- > 0;) {
+      if (name[i] == ')') ++depth;
+      if (name[i] == '(' && --depth < 0) {
+        name = name.substr(i + 1, mangled - i - 1);
+        break;
+      }
+    }
   }
-  // The parameter list's opening parenthesis: the first one, from the right, left unmatched.
-  int depth = 0;
-  for (auto i = mangled; i-- > 0;) {
-    if (name[i] == ')') ++depth;
-    if (name[i] == '(' && --depth < 0) return std::string(name.substr(i + 1, mangled - i - 1));
+  if (const auto with = name.find(" [with "); with != std::string_view::npos) name = name.substr(0, with);
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const char c = name[i];
+    const bool after_scope = out.ends_with("::");
+    if (c == ' ' && !out.empty() && out.back() != ',') {
+      out.clear();  // what came before a space at this level was the return type
+      ++i;
+    } else if ((c == '<' || c == '(') && out.ends_with("operator")) {
+      out += c;  // operator<, operator()
+      ++i;
+    } else if (c == '<' || c == '(') {
+      const auto end = past_closing(name, i);
+      if (end == std::string_view::npos) break;
+      const std::string_view inside = name.substr(i + 1, end - i - 2);
+      if (after_scope) {
+        // A lambda or an anonymous class, named by where it is: `<lambda(...)>`, `(anonymous class)`.
+        const auto parameters = inside.find('(');
+        if (c == '<' && parameters != std::string_view::npos) {
+          out += '<';
+          out += inside.substr(0, parameters);
+          out += inside.ends_with("()") ? "()>" : "(...)>";
+        } else {
+          out += name.substr(i, end - i);
+        }
+      } else if (c == '<') {
+        out += "<...>";
+      } else {
+        // Parameters: gone at the end (with a trailing `const`), `(...)` inside a longer name.
+        const std::string_view rest = name.substr(end);
+        if (rest.empty() || rest == " const") break;
+        out += inside.empty() ? "()" : "(...)";
+      }
+      i = end;
+    } else {
+      out += c;
+      ++i;
+    }
   }
-  return std::string(name);
+  return out.empty() ? std::string(name) : out;
 }
 
 std::string where(const char* file, const char* function, std::uint32_t line) {
