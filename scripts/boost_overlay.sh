@@ -40,7 +40,11 @@ repo_url() {
 repo() {
   local dir=$cache/$1.git
   if [[ ! -d "$dir" ]]; then
-    git clone --quiet --bare --filter=blob:none "$(repo_url "$1")" "$dir"
+    local url filter=(--filter=blob:none)
+    url=$(repo_url "$1")
+    # (A local mirror is cloned whole: a partial clone of it cannot fetch the missing blobs later.)
+    [[ "$url" == /* ]] && filter=()
+    git clone --quiet --bare "${filter[@]}" "$url" "$dir"
   fi
   echo "$dir"
 }

@@ -13,7 +13,7 @@ namespace coral::detail {
 // Makes a `T` from `args` in memory from `allocator` (rebound to T); if the constructor throws, the
 // memory goes back before the exception leaves.
 template <class T, class Allocator, class... Args>
-T* allocate_object(const Allocator& allocator, Args&&... args) {
+T* create_with_allocator(const Allocator& allocator, Args&&... args) {
   using traits = typename std::allocator_traits<Allocator>::template rebind_traits<T>;
   typename traits::allocator_type a(allocator);
   T* object = traits::allocate(a, 1);
@@ -29,7 +29,7 @@ T* allocate_object(const Allocator& allocator, Args&&... args) {
 // Destroys `object` and gives its memory back to `allocator`: a copy, taken before the object (which
 // may hold the allocator it came from) goes.
 template <class T, class Allocator>
-void deallocate_object(Allocator allocator, T* object) noexcept {
+void destroy_with_allocator(Allocator allocator, T* object) noexcept {
   using traits = typename std::allocator_traits<Allocator>::template rebind_traits<T>;
   typename traits::allocator_type a(allocator);
   traits::destroy(a, object);

@@ -46,12 +46,12 @@ using job_callback_ptr = std::unique_ptr<job_callback<T>, job_callback_deleter<T
 template <class T, class F, class Allocator>
 struct job_callback_fn final : job_callback<T> {
   static job_callback_ptr<T> make(F f, const Allocator& allocator) {
-    return job_callback_ptr<T>(allocate_object<job_callback_fn>(allocator, std::move(f), allocator));
+    return job_callback_ptr<T>(create_with_allocator<job_callback_fn>(allocator, std::move(f), allocator));
   }
 
   job_callback_fn(F f, const Allocator& a) : f(std::move(f)), allocator(a) {}
   void run(result_segment<T>& state) override { f(state); }
-  void destroy() noexcept override { deallocate_object(allocator, this); }
+  void destroy() noexcept override { destroy_with_allocator(allocator, this); }
 
   F f;
   Allocator allocator;

@@ -126,11 +126,11 @@ class pending_completion final : public gate_member {
   }
 
   static pending_completion* make(Handler h, Work w, const Allocator& allocator) {
-    return allocate_object<pending_completion>(allocator, std::move(h), std::move(w), allocator);
+    return create_with_allocator<pending_completion>(allocator, std::move(h), std::move(w), allocator);
   }
 
  private:
-  void destroy_self() noexcept override { deallocate_object(allocator_, this); }
+  void destroy_self() noexcept override { destroy_with_allocator(allocator_, this); }
 
   Allocator allocator_;
 };

@@ -54,7 +54,7 @@ class channel_async_op final : public Waiter, public gate_member {
                     Operation operation) {
     allocator_type allocator(asio::get_associated_allocator(handler));
     auto* op =
-        allocate_object<channel_async_op>(allocator, std::move(state), std::move(handler), std::move(value), allocator);
+        create_with_allocator<channel_async_op>(allocator, std::move(state), std::move(handler), std::move(value), allocator);
     op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
     if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
     bool done;
@@ -121,7 +121,7 @@ class channel_async_op final : public Waiter, public gate_member {
 
   void destroy_self() noexcept override {
     gate_->unlink(*this);
-    deallocate_object(allocator_, this);
+    destroy_with_allocator(allocator_, this);
   }
 
   void complete() {
