@@ -67,7 +67,7 @@ double coral_mutex(long per_task) {
           pool,
           [&]() -> coral::task<> {
             for (long i = 0; i < per_task; ++i) {
-              auto guard = co_await m.lock();
+              auto guard = co_await m.scoped_lock();
               counter.increment();
             }
           },
@@ -106,7 +106,7 @@ double coral_lock_timeout(long n) {
     coral::spawn(ctx, [&]() -> coral::task<> {
       using namespace std::chrono_literals;
       for (long i = 0; i < n; ++i) {
-        auto guard = co_await coral::with_timeout(1s, m.lock());
+        auto guard = co_await coral::with_timeout(1s, m.scoped_lock());
         counter.increment();
       }
     });

@@ -27,7 +27,7 @@ struct database {
 coral::task<> run_query(database& db, int client) {
   if (db.connections.available() == 0) std::printf("limit: client %d waits for a connection\n", client);
   // The permit is given back when `permit` goes out of scope, also if the query throws.
-  auto permit = co_await db.connections.acquire();
+  auto permit = co_await db.connections.scoped_acquire();
   db.most_open = std::max(db.most_open, ++db.open);
   std::printf("limit: client %d connected\n", client);
   co_await coral::sleep_for(20ms);  // the query itself
@@ -63,7 +63,7 @@ coral::task<std::string> load_from_backend(std::string key) {
 // asked only once. One mutex for the whole cache keeps the example short; a busy cache would lock
 // per key.
 coral::task<std::string> lookup(cache& c, std::string key) {
-  auto guard = co_await c.mutex.lock();
+  auto guard = co_await c.mutex.scoped_lock();
   if (auto it = c.entries.find(key); it != c.entries.end()) co_return it->second;
   ++c.backend_loads;
   auto value = co_await load_from_backend(key);

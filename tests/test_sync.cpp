@@ -1,10 +1,15 @@
 #define BOOST_TEST_MODULE coral sync
+#include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/test/unit_test.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "test_support.hpp"
@@ -29,8 +34,8 @@ struct waiting_on_each {
 coral::task<std::string> wait_on(waiting_on_each& w, int which) {
   lifetime l;
   try {
-    if (which == 0) auto guard = co_await w.mutex.lock();
-    if (which == 1) (co_await w.permits.acquire()).detach();
+    if (which == 0) auto guard = co_await w.mutex.scoped_lock();
+    if (which == 1) co_await w.permits.acquire();
     if (which == 2) co_await w.flag.wait();
   } catch (const boost::system::system_error& e) {
     co_return outcome_of(e);
@@ -49,29 +54,197 @@ std::vector<coral::job<std::string>> waiting_on_each::spawn_waiters(Executor ex)
 
 namespace {
 
+// How a test's tasks take a lock or permit: as std::mutex users write it (`co_await m.lock(); ...
+// m.unlock();`) or with the guard (`auto g = co_await m.scoped_lock();`).
+enum class lock_style { std_style, scoped };
+constexpr lock_style lock_styles[] = {lock_style::std_style, lock_style::scoped};
+
 // Tasks (one executor each, from `executor_of(i)`) increment a plain int under the mutex, reading
-// it, suspending, then writing it back: without mutual exclusion increments are lost.
+// it, suspending, then writing it back: without mutual exclusion increments are lost. Also counts
+// how many are inside at once. Afterwards the mutex admits exactly one holder.
 template <class ExecutorOf>
 void check_mutual_exclusion(ExecutorOf executor_of, int tasks, int rounds) {
-  coral::async_mutex m;
-  int counter = 0;
-  std::vector<coral::job<>> jobs;
-  for (int t = 0; t < tasks; ++t) {
-    jobs.push_back(coral::spawn(executor_of(t), [&m, &counter, rounds]() -> coral::task<> {
-      for (int r = 0; r < rounds; ++r) {
-        auto guard = co_await m.lock();
-        int seen = counter;
-        if (r % 4 == 0) co_await coral::yield();  // other tasks run meanwhile
-        counter = seen + 1;
-      }
-    }));
+  for (const lock_style style : lock_styles) {
+    coral::async_mutex m;
+    int counter = 0;
+    std::atomic<int> inside{0}, peak{0};
+    std::vector<coral::job<>> jobs;
+    for (int t = 0; t < tasks; ++t) {
+      jobs.push_back(coral::spawn(executor_of(t), [&, rounds, style]() -> coral::task<> {
+        for (int r = 0; r < rounds; ++r) {
+          std::optional<coral::async_mutex_lock> guard;
+          if (style == lock_style::std_style) {
+            co_await m.lock();
+          } else {
+            guard.emplace(co_await m.scoped_lock());
+          }
+          const int now = ++inside;
+          for (int seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
+          }
+          int seen = counter;
+          if (r % 4 == 0) co_await coral::yield();  // other tasks run meanwhile
+          counter = seen + 1;
+          --inside;
+          if (style == lock_style::std_style) m.unlock();
+        }
+      }));
+    }
+    for (auto& j : jobs) get_within(j);
+    BOOST_TEST(counter == tasks * rounds);
+    BOOST_TEST(peak.load() == 1);
+    BOOST_TEST(m.try_lock());
+    BOOST_TEST(!m.try_lock());  // one holder, not two
+    m.unlock();
+    BOOST_CHECK_THROW(m.unlock(), std::logic_error);
   }
-  for (auto& j : jobs) get_within(j);
-  BOOST_TEST(counter == tasks * rounds);
-  BOOST_TEST(m.try_lock());
+}
+
+// Tasks hold one of a semaphore's permits in turn, suspending inside: never more at once than
+// there are permits, and every permit is back afterwards.
+template <class ExecutorOf>
+void check_permits_bound_concurrency(ExecutorOf executor_of, int tasks, int rounds, std::size_t permits) {
+  for (const lock_style style : lock_styles) {
+    coral::semaphore s(permits);
+    std::atomic<int> inside{0}, peak{0};
+    std::vector<coral::job<>> jobs;
+    for (int t = 0; t < tasks; ++t) {
+      jobs.push_back(coral::spawn(executor_of(t), [&, rounds, style]() -> coral::task<> {
+        for (int r = 0; r < rounds; ++r) {
+          std::optional<coral::semaphore_permit> permit;
+          if (style == lock_style::std_style) {
+            co_await s.acquire();
+          } else {
+            permit.emplace(co_await s.scoped_acquire());
+          }
+          const int now = ++inside;
+          for (int seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
+          }
+          co_await coral::yield();
+          --inside;
+          if (style == lock_style::std_style) s.release();
+        }
+      }));
+    }
+    for (auto& j : jobs) get_within(j);
+    BOOST_TEST(peak.load() <= static_cast<int>(permits));
+    BOOST_TEST(peak.load() >= 1);
+    BOOST_TEST(s.available() == permits);
+  }
 }
 
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(both_styles)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_and_scoped_locks_and_permits_bound_concurrency, Place, every_place) {
+  Place place;
+  check_mutual_exclusion([&](int) { return place.get_executor(); }, 8, 200);
+  check_permits_bound_concurrency([&](int) { return place.get_executor(); }, 12, 100, 3);
+}
+
+BOOST_AUTO_TEST_CASE(unlock_of_a_mutex_nobody_holds_throws_and_makes_no_second_holder) {
+  coral::async_mutex m;
+  BOOST_CHECK_THROW(m.unlock(), std::logic_error);
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(!m.try_lock());
+  m.unlock();
+  BOOST_CHECK_THROW(m.unlock(), std::logic_error);
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(!m.try_lock());
+  m.unlock();
+  // A guard whose lock was also unlocked by hand finds the mutex free when it goes: it neither
+  // throws from its destructor nor makes a second holder.
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<> {
+    auto guard = co_await m.scoped_lock();
+    m.unlock();
+  });
+  ctx.run();
+  BOOST_TEST(j.done());
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(!m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_task_when_they_win, Place, every_place) {
+  Place place;
+  coral::async_mutex m;
+  coral::semaphore s(1);
+  coral::event never;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    co_await coral::with_timeout(10s, m.lock());
+    seen.push_back(m.try_lock() ? "free" : "held");
+    try {
+      co_await coral::with_timeout(5ms, m.lock());
+      seen.push_back("locked twice");
+    } catch (const coral::timeout_error&) {
+      seen.push_back("timeout");
+    }
+    m.unlock();
+    seen.push_back(m.try_lock() ? "free" : "held by the loser");
+    m.unlock();
+
+    auto raced = co_await coral::when_any(m.lock(), never.wait());
+    seen.push_back(raced.index() == 0 && !m.try_lock() ? "won, held" : "not held");
+    auto ored = co_await (s.acquire() || never.wait());
+    seen.push_back(ored.index() == 0 && s.available() == 0 ? "acquired" : "no permit");
+    const auto lost = co_await (s.acquire() || 5ms);
+    seen.push_back(lost.index() == 1 && s.available() == 0 ? "slept" : "acquired twice");
+    m.unlock();
+    s.release();
+    co_await (m.lock() && s.acquire());
+    seen.push_back(!m.try_lock() && s.available() == 0 ? "both held" : "not both");
+    m.unlock();
+    s.release();
+    auto [a, b] = co_await coral::when_all(m.lock(), s.acquire());
+    static_assert(std::is_same_v<decltype(a), std::monostate> && std::is_same_v<decltype(b), std::monostate>);
+    seen.push_back(!m.try_lock() && s.available() == 0 ? "both held" : "not both");
+    m.unlock();
+    s.release();
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired",
+                                                                   "slept", "both held", "both held"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(s.available() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_that_drops_a_std_style_lock_or_permit_gives_it_back, Place, every_place) {
+  Place place;
+  coral::async_mutex m;
+  coral::semaphore s(1);
+  auto fails = []() -> coral::task<> {
+    co_await coral::yield();
+    throw std::runtime_error("failed");
+  };
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
+    int failures = 0;
+    for (int i = 0; i < 20; ++i) {
+      try {
+        co_await coral::when_all(m.lock(), s.acquire(), fails());
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
+      try {
+        co_await (m.lock() && fails());
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
+      try {
+        co_await (s.acquire() && fails());
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
+    }
+    co_return failures;
+  });
+  BOOST_TEST(get_within(std::move(j)) == 60);
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(s.available() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(async_mutex)
 
@@ -82,7 +255,7 @@ BOOST_AUTO_TEST_CASE(lock_waiters_get_the_lock_first_come_first_served) {
   std::vector<int> order;
   for (int i = 0; i < 4; ++i) {
     coral::spawn(ctx, [&, i]() -> coral::task<> {
-      auto guard = co_await m.lock();
+      auto guard = co_await m.scoped_lock();
       order.push_back(i);
       co_await coral::yield();  // holds the lock across a suspension
     });
@@ -103,7 +276,7 @@ BOOST_AUTO_TEST_CASE(try_lock_fails_while_the_lock_is_held_and_never_overtakes_a
   BOOST_TEST(!m.try_lock());
   bool waiter_locked = false;
   coral::spawn(ctx, [&]() -> coral::task<> {
-    auto guard = co_await m.lock();
+    auto guard = co_await m.scoped_lock();
     waiter_locked = true;
   });
   ctx.poll();
@@ -120,13 +293,13 @@ BOOST_AUTO_TEST_CASE(a_guard_unlocks_once_when_it_goes_and_a_moved_from_guard_ow
   asio::io_context ctx(1);
   coral::async_mutex a, b;
   coral::spawn(ctx, [&]() -> coral::task<> {
-    auto guard = co_await a.lock();
+    auto guard = co_await a.scoped_lock();
     BOOST_TEST(guard.owns_lock());
     BOOST_TEST(guard.mutex() == &a);
     coral::async_mutex_lock moved(std::move(guard));
     BOOST_TEST(!guard.owns_lock());
     BOOST_TEST(!a.try_lock());
-    auto other = co_await b.lock();
+    auto other = co_await b.scoped_lock();
     other = std::move(moved);  // unlocks b, now owns a
     BOOST_TEST(b.try_lock());
     b.unlock();
@@ -152,10 +325,10 @@ BOOST_AUTO_TEST_CASE(a_cancelled_lock_fails_with_operation_aborted_and_the_lock_
   asio::io_context ctx(1);
   coral::async_mutex m;
   BOOST_REQUIRE(m.try_lock());
-  auto first = coral::spawn(ctx, [&]() -> coral::task<> { auto guard = co_await m.lock(); });
+  auto first = coral::spawn(ctx, [&]() -> coral::task<> { auto guard = co_await m.scoped_lock(); });
   bool second_locked = false;
   auto second = coral::spawn(ctx, [&]() -> coral::task<> {
-    auto guard = co_await m.lock();
+    auto guard = co_await m.scoped_lock();
     second_locked = true;
   });
   ctx.poll();
@@ -210,7 +383,7 @@ BOOST_AUTO_TEST_CASE(a_lock_handed_to_a_waiter_cancelled_at_that_moment_goes_to_
     std::vector<coral::job<>> jobs;
     for (int i = 0; i < waiters; ++i) {
       jobs.push_back(coral::spawn(asio::make_strand(pool), [&]() -> coral::task<> {
-        auto guard = co_await m.lock();
+        auto guard = co_await m.scoped_lock();
         if (inside.fetch_add(1) != 0) overlapped = true;
         inside.fetch_sub(1);
       }));
@@ -253,7 +426,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_lock_handed_over_while_its_race_is_decided_goes_
     const auto release_at = std::chrono::microseconds(random() % 300);
     auto waiter = coral::spawn(place.get_executor(), [&m, deadline]() -> coral::task<bool> {
       try {
-        auto guard = co_await coral::with_timeout(deadline, m.lock());
+        auto guard = co_await coral::with_timeout(deadline, m.scoped_lock());
         co_return guard.owns_lock();
       } catch (const coral::timeout_error&) {
         co_return false;
@@ -283,7 +456,7 @@ BOOST_AUTO_TEST_CASE(acquirers_get_permits_first_come_first_served_and_release_n
   std::vector<int> order;
   for (int i = 0; i < 4; ++i) {
     coral::spawn(ctx, [&, i]() -> coral::task<> {
-      (co_await s.acquire()).detach();
+      co_await s.acquire();
       order.push_back(i);
     });
   }
@@ -307,7 +480,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_takes_only_available_permits_and_never_overtake
   BOOST_TEST(!s.try_acquire());
   bool acquired = false;
   coral::spawn(ctx, [&]() -> coral::task<> {
-    (co_await s.acquire()).detach();
+    co_await s.acquire();
     acquired = true;
   });
   ctx.poll();
@@ -322,7 +495,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_takes_only_available_permits_and_never_overtake
 BOOST_AUTO_TEST_CASE(a_cancelled_acquire_fails_with_operation_aborted_and_takes_no_permit) {
   asio::io_context ctx(1);
   coral::semaphore s(0);
-  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> { (co_await s.acquire()).detach(); });
+  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> { co_await s.acquire(); });
   ctx.poll();
   ctx.restart();
   waiter.cancel();
@@ -343,8 +516,7 @@ BOOST_AUTO_TEST_CASE(a_permit_handed_to_a_waiter_cancelled_at_that_moment_is_nei
     coral::semaphore s(0);
     std::vector<coral::job<>> jobs;
     for (int i = 0; i < waiters; ++i) {
-      jobs.push_back(
-          coral::spawn(asio::make_strand(pool), [&s]() -> coral::task<> { (co_await s.acquire()).detach(); }));
+      jobs.push_back(coral::spawn(asio::make_strand(pool), [&s]() -> coral::task<> { co_await s.acquire(); }));
     }
     std::promise<void> release_done;
     asio::post(pool, [&] {
@@ -483,10 +655,10 @@ BOOST_AUTO_TEST_CASE(a_wait_started_after_the_task_was_cancelled_fails_at_once_a
     // Each await's outcome: "ok" or "aborted".
     for (int step = 0; step < 4; ++step) {
       try {
-        if (step == 0) co_await never.wait();            // cancelled while waiting here
-        if (step == 1) auto guard = co_await m.lock();   // free
-        if (step == 2) (co_await s.acquire()).detach();  // a permit is available
-        if (step == 3) co_await set.wait();              // set
+        if (step == 0) co_await never.wait();                  // cancelled while waiting here
+        if (step == 1) auto guard = co_await m.scoped_lock();  // free
+        if (step == 2) co_await s.acquire();                   // a permit is available
+        if (step == 3) co_await set.wait();                    // set
         out.push_back("ok");
       } catch (const boost::system::system_error& e) {
         out.push_back(outcome_of(e));
@@ -513,16 +685,16 @@ BOOST_AUTO_TEST_CASE(waiters_resume_on_their_own_executors_whoever_wakes_them) {
   for (int i = 0; i < 3; ++i) {
     jobs.push_back(coral::spawn(coral::loop_executor{}, [&, i]() -> coral::task<bool> {
       asio::post(coral::loop_executor{}, [&, i] { suspended[i].set_value(); });
-      if (i == 0) auto guard = co_await w.mutex.lock();
-      if (i == 1) (co_await w.permits.acquire()).detach();
+      if (i == 0) auto guard = co_await w.mutex.scoped_lock();
+      if (i == 1) co_await w.permits.acquire();
       if (i == 2) co_await w.flag.wait();
       co_return coral::loop_executor{}.running_in_this_thread();
     }));
   }
   for (int i = 0; i < 3; ++i) {
     jobs.push_back(coral::spawn(coral::pool_executor{}, [&, i]() -> coral::task<bool> {
-      if (i == 0) auto guard = co_await w.mutex.lock();
-      if (i == 1) (co_await w.permits.acquire()).detach();
+      if (i == 0) auto guard = co_await w.mutex.scoped_lock();
+      if (i == 1) co_await w.permits.acquire();
       if (i == 2) co_await w.flag.wait();
       co_return coral::pool_executor{}.running_in_this_thread();
     }));
@@ -618,7 +790,7 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_whose_tasks_another_context_keeps_waki
           io_objects_of own(ctx);
           for (;;) {
             if (i % 2) {
-              (co_await permits->acquire()).detach();
+              co_await permits->acquire();
             } else {
               co_await flag->wait();
             }
@@ -641,9 +813,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_lock_acquire_or_wait_that_loses_takes_noth
   coral::event ev;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
     std::vector<std::string> seen;
-    auto held = co_await m.lock();
+    auto held = co_await m.scoped_lock();
     try {
-      auto twice = co_await coral::with_timeout(5ms, m.lock());
+      auto twice = co_await coral::with_timeout(5ms, m.scoped_lock());
       seen.push_back(twice.owns_lock() ? "locked twice" : "an empty guard");
     } catch (const coral::timeout_error&) {
       seen.push_back("timeout");
@@ -651,17 +823,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_lock_acquire_or_wait_that_loses_takes_noth
     held.unlock();
     seen.push_back(m.try_lock() ? "free" : "held by the loser");
     m.unlock();
-    auto guard = co_await coral::with_timeout(10s, m.lock());
+    auto guard = co_await coral::with_timeout(10s, m.scoped_lock());
     seen.push_back(guard.owns_lock() && !m.try_lock() ? "guard" : "no guard");
     guard.unlock();
 
-    auto permit = co_await permits.acquire();
-    const auto acquire_or_sleep = co_await (permits.acquire() || 5ms);
+    auto permit = co_await permits.scoped_acquire();
+    const auto acquire_or_sleep = co_await (permits.scoped_acquire() || 5ms);
     seen.push_back(acquire_or_sleep.index() == 1 ? "slept" : "acquired");
     permit.give_back();
     seen.push_back(std::to_string(permits.available()));
     {
-      const auto raced = co_await coral::when_any(permits.acquire(), ev.wait());
+      const auto raced = co_await coral::when_any(permits.scoped_acquire(), ev.wait());
       seen.push_back(raced.index() == 0 && permits.available() == 0 ? "permit" : "no permit");
     }  // (the permit goes back with the variant)
     seen.push_back(std::to_string(permits.available()));
@@ -669,7 +841,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_lock_acquire_or_wait_that_loses_takes_noth
     const auto waited = co_await coral::when_any(ev.wait(), 5ms);
     seen.push_back(waited.index() == 1 ? "slept" : "set");
     ev.set();
-    auto both = co_await coral::when_all(m.lock(), ev.wait());
+    auto both = co_await coral::when_all(m.scoped_lock(), ev.wait());
     seen.push_back(std::get<0>(both).owns_lock() ? "both" : "not both");
     co_return seen;
   });

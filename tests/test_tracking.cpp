@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_dump_lists_every_suspended_task_with_where_and_w
 
   auto sleeper = [&]() -> coral::task<> {
     co_await coral::this_task::set_name("sleeper");
-    auto held = co_await mutex.lock();
+    auto held = co_await mutex.scoped_lock();
     line_sleep = __LINE__ + 1;
     co_await std::chrono::hours(1);
   };
@@ -115,13 +115,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_dump_lists_every_suspended_task_with_where_and_w
   auto locker = [&]() -> coral::task<> {
     co_await coral::this_task::set_name("locker");
     line_lock = __LINE__ + 1;
-    auto g = co_await mutex.lock();
+    auto g = co_await mutex.scoped_lock();
     co_await std::chrono::hours(1);
   };
   auto acquirer = [&]() -> coral::task<> {
     co_await coral::this_task::set_name("acquirer");
     line_acquire = __LINE__ + 1;
-    auto p = co_await no_permits.acquire();
+    auto p = co_await no_permits.scoped_acquire();
     co_await std::chrono::hours(1);
   };
   auto waiter = [&]() -> coral::task<> {

@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_task
   coral::event ev;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<bool> {
     auto [guard, permit, set, v] =
-        co_await coral::when_all(m.lock(), s.acquire(), ev.wait(), [&]() -> coral::task<int> {
+        co_await coral::when_all(m.scoped_lock(), s.scoped_acquire(), ev.wait(), [&]() -> coral::task<int> {
           co_await coral::sleep_for(1ms);
           s.release();
           ev.set();
@@ -366,7 +366,7 @@ struct goes_in_order {
 };
 
 coral::task<> holds_the_parents_lock(coral::async_mutex& m, std::vector<std::string>& order, bool sleeps) {
-  auto lock = co_await m.lock();  // (a lock of a mutex in the parent's frame)
+  auto lock = co_await m.scoped_lock();  // (a lock of a mutex in the parent's frame)
   goes_in_order child{order, "child"};
   if (sleeps) co_await coral::sleep_for(std::chrono::hours(1));
   for (;;) co_await coral::yield();
@@ -558,17 +558,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(locks_permits_and_event_waits_ready_at_once_win_eq
     std::array<int, 4> first_wins{};
     for (int i = 0; i < trials; ++i) {
       {
-        const auto locked = co_await coral::when_any(m1.lock(), held.lock(), m2.lock());
+        const auto locked = co_await coral::when_any(m1.scoped_lock(), held.scoped_lock(), m2.scoped_lock());
         first_wins[0] += locked.index() == 0;
       }
       {
-        const auto acquired = co_await coral::when_any(s1.acquire(), held.lock(), s2.acquire());
+        const auto acquired = co_await coral::when_any(s1.scoped_acquire(), held.scoped_lock(), s2.scoped_acquire());
         first_wins[1] += acquired.index() == 0;
       }
-      const auto waited = co_await coral::when_any(e1.wait(), held.lock(), e2.wait());
+      const auto waited = co_await coral::when_any(e1.wait(), held.scoped_lock(), e2.wait());
       first_wins[2] += waited.index() == 0;
       (void)ch.try_send(i);
-      const auto mixed = co_await coral::when_any(ch.receive(), held.lock(), s1.acquire());
+      const auto mixed = co_await coral::when_any(ch.receive(), held.scoped_lock(), s1.scoped_acquire());
       first_wins[3] += mixed.index() == 0;
       if (mixed.index() == 2) (void)co_await ch.receive();  // (the value stays queued otherwise)
     }

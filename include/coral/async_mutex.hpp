@@ -26,35 +26,47 @@ class [[nodiscard]] async_mutex_lock : detail::permit_guard<async_mutex> {
   async_mutex* mutex() const noexcept { return owner(); }
 };
 
-// A mutex for coral tasks: waiting for it suspends the task, never its thread.
+// A mutex for coral tasks: waiting for it suspends the task, never its thread. Both ways C++
+// programmers lock a mutex are correct:
 //
 //   coral::async_mutex m;
+//   co_await m.lock();                    // std style: the await yields nothing...
+//   ...                                   // (may co_await while holding the lock)
+//   m.unlock();                           // ...and the task unlocks by hand
+//
 //   {
-//     auto guard = co_await m.lock();     // async_mutex_lock: unlocks when it goes
-//     ...                                 // may co_await while holding the lock
+//     auto guard = co_await m.scoped_lock();  // async_mutex_lock: unlocks when it goes
+//     ...
 //   }
 //   if (m.try_lock()) { ...; m.unlock(); }
 //
 // Semantics:
 // - FIFO hand-off: unlock() with tasks waiting gives the lock straight to the first of them (it is
 //   never free in between, so try_lock() cannot overtake a waiting task).
-// - lock() completes without suspending if the mutex is free. Otherwise the task waits and is
-//   resumed on its own executor: posted there by unlock() (from whatever thread unlocks), never
-//   resumed inside unlock(). No lock of coral's is held while a task is resumed.
-// - lock() can be raced and timed out (when_any, with_timeout, `||`): `co_await
-//   with_timeout(50ms, m.lock())` is a try_lock_for. A raced lock that lost holds nothing (the
-//   lock went to the next waiter or stays free); one that won yields the guard.
+// - unlock() of a mutex nobody holds throws std::logic_error and changes nothing: it never makes
+//   a second holder. (A guard whose lock was also unlocked by hand gives nothing back if it finds
+//   the mutex free when it goes; if another holder has it by then, the guard unlocks that holder's
+//   lock, as a std::unique_lock would: unlock by hand or with the guard, not both.)
+// - lock() / scoped_lock() complete without suspending if the mutex is free. Otherwise the task
+//   waits and is resumed on its own executor: posted there by unlock() (from whatever thread
+//   unlocks), never resumed inside unlock(). No lock of coral's is held while a task is resumed.
+// - Both can be raced and timed out (when_any, with_timeout, `||`): `co_await with_timeout(50ms,
+//   m.lock())` is a try_lock_for. A raced lock that lost holds nothing (the lock went to the next
+//   waiter or stays free); one that won is held: by the task until it calls unlock() (lock()), or
+//   by the guard it yields (scoped_lock()).
+// - A join that drops a lock its branch took (`when_all(m.lock(), work())` where work() fails, or
+//   is cancelled) unlocks it, in both styles. A task that locks inside its own body and then fails
+//   before its unlock() keeps the lock, as with std::mutex: use scoped_lock() where that can happen.
 // - Cancellation (job.cancel(), a completion token's slot, a parent's cancellation): a waiting
-//   lock() fails with boost::system::system_error(operation_aborted) and acquires nothing; a task
+//   lock fails with boost::system::system_error(operation_aborted) and acquires nothing; a task
 //   already cancelled fails at once, even if the mutex is free. A lock handed to a waiter at the
 //   moment it is cancelled is not lost: either the cancellation came first (the waiter fails, the
-//   lock goes to the next waiter or stays free) or the hand-off did (the lock() succeeds and the
+//   lock goes to the next waiter or stays free) or the hand-off did (the lock succeeds and the
 //   task's next suspension fails).
 // - If the execution context of a waiting task shuts down, the wait is abandoned and the task's
 //   frames are destroyed with the context; a later unlock() does not touch it. A lock handed to
 //   a task that is destroyed before it resumes is handed on.
-// - The mutex is not recursive: a task that locks it twice waits for itself forever. unlock()
-//   must be called by whoever holds the lock (a task, or code that won try_lock()), once.
+// - The mutex is not recursive: a task that locks it twice waits for itself forever.
 // - Destroying the mutex fails its waiting tasks with operation_aborted. It must outlive its
 //   guards and every unlock().
 //
@@ -62,17 +74,25 @@ class [[nodiscard]] async_mutex_lock : detail::permit_guard<async_mutex> {
 // any thread, concurrently).
 class async_mutex : public detail::permit_owner {
  public:
-  async_mutex() : permit_owner(1) {}
+  async_mutex() : permit_owner(1, 1) {}
 
-  // auto guard = co_await m.lock(): waits for the lock; the guard holds it.
-  [[nodiscard]] detail::lock_awaiter<async_mutex_lock, async_mutex> lock() {
-    return wait_for_permit<async_mutex_lock>(*this, "coral::async_mutex: lock", detail::wait_kind::mutex_lock);
+  // co_await m.lock(): waits for the lock; the task holds it until it calls unlock().
+  [[nodiscard]] detail::permit_wait<async_mutex> lock() {
+    return wait_for_permit<detail::permit_wait<async_mutex>>(*this, "coral::async_mutex: lock",
+                                                             detail::wait_kind::mutex_lock);
+  }
+
+  // auto guard = co_await m.scoped_lock(): waits for the lock; the guard holds it.
+  [[nodiscard]] detail::scoped_permit_wait<async_mutex_lock, async_mutex> scoped_lock() {
+    return wait_for_permit<detail::scoped_permit_wait<async_mutex_lock, async_mutex>>(
+        *this, "coral::async_mutex: scoped_lock", detail::wait_kind::mutex_lock);
   }
 
   // Takes the lock if it is free (never while tasks wait for it); true if it did.
   bool try_lock() { return try_take(); }
 
-  // Hands the lock to the first waiting task (posted to its executor), or frees it.
+  // Hands the lock to the first waiting task (posted to its executor), or frees it. Throws
+  // std::logic_error if nobody holds it.
   void unlock() { give_back(1); }
 };
 

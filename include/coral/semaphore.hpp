@@ -30,36 +30,40 @@ class [[nodiscard]] semaphore_permit : detail::permit_guard<semaphore> {
 };
 
 // A counting semaphore for coral tasks: waiting for a permit suspends the task, never its thread.
+// Both ways C++ programmers take a permit are correct:
 //
 //   coral::semaphore s(3);              // three permits
+//   co_await s.acquire();               // std style: the await yields nothing...
+//   ...
+//   s.release();                        // ...and the task gives the permit back by hand
 //   {
-//     auto permit = co_await s.acquire();  // semaphore_permit: gives it back when it goes
+//     auto permit = co_await s.scoped_acquire();  // semaphore_permit: gives it back when it goes
 //     ...
 //   }
 //   s.try_acquire();                    // takes one if one is left: bool (then s.release())
-//   s.release();  s.release(n);         // gives permits back (to waiting tasks first)
+//   s.release(n);                       // gives permits back (to waiting tasks first)
 //   s.available();                      // permits nobody holds
 //
 // Semantics:
-// - `co_await s.acquire()` yields a semaphore_permit, which gives the permit back when it is
-//   destroyed: a permit whose acquire's result is dropped (a branch of a when_all that another
-//   branch's failure ended) is never lost. permit.detach() keeps it taken for code that hands
-//   permits over by hand: any code may release() permits, and nothing checks that it releases
-//   what was acquired.
+// - `co_await s.scoped_acquire()` yields a semaphore_permit, which gives the permit back when it
+//   is destroyed. permit.detach() keeps it taken for code that hands permits over by hand: any
+//   code may release() permits, and nothing checks that it releases what was acquired.
+// - A join that drops a permit its branch took (`when_all(s.acquire(), work())` where work()
+//   fails, or is cancelled) gives it back, in both styles.
 // - Waiting tasks are served first come, first served: release(n) hands the permits straight to
 //   the first n waiters, and only what is left goes back to the count, so try_acquire() cannot
 //   overtake a waiting task.
 // - acquire() completes without suspending if a permit is available. Otherwise the task waits and
 //   is resumed on its own executor: posted there by release() (from whatever thread releases),
 //   never resumed inside release(). No lock of coral's is held while a task is resumed.
-// - acquire() can be raced and timed out (when_any, with_timeout, `||`): one that lost took no
-//   permit; one that won yields the semaphore_permit.
+// - Both can be raced and timed out (when_any, with_timeout, `||`): one that lost took no permit;
+//   one that won holds it (the task, or the semaphore_permit it yields).
 // - Cancellation (job.cancel(), a completion token's slot, a parent's cancellation): a waiting
-//   acquire() fails with boost::system::system_error(operation_aborted) and takes no permit; a
-//   task already cancelled fails at once, even if a permit is available. A permit handed to a
-//   waiter at the moment it is cancelled is not lost: either the cancellation came first (the
-//   permit goes to the next waiter or the count) or the hand-off did (the acquire() succeeds and
-//   the task's next suspension fails).
+//   acquire fails with boost::system::system_error(operation_aborted) and takes no permit; a task
+//   already cancelled fails at once, even if a permit is available. A permit handed to a waiter at
+//   the moment it is cancelled is not lost: either the cancellation came first (the permit goes to
+//   the next waiter or the count) or the hand-off did (the acquire succeeds and the task's next
+//   suspension fails).
 // - If the execution context of a waiting task shuts down, the wait is abandoned and the task's
 //   frames are destroyed with the context; a later release() does not touch it. A permit handed
 //   to a task that is destroyed before it resumes goes back to the semaphore.
@@ -69,11 +73,19 @@ class [[nodiscard]] semaphore_permit : detail::permit_guard<semaphore> {
 // any thread, concurrently).
 class semaphore : public detail::permit_owner {
  public:
-  explicit semaphore(std::size_t initial) : permit_owner(initial) {}
+  explicit semaphore(std::size_t initial) : permit_owner(initial, static_cast<std::size_t>(-1)) {}
 
-  // auto permit = co_await s.acquire(): takes a permit, waiting for one if none is available.
-  [[nodiscard]] detail::lock_awaiter<semaphore_permit, semaphore> acquire() {
-    return wait_for_permit<semaphore_permit>(*this, "coral::semaphore: acquire", detail::wait_kind::semaphore_acquire);
+  // co_await s.acquire(): takes a permit, waiting for one if none is available; the task gives it
+  // back with release().
+  [[nodiscard]] detail::permit_wait<semaphore> acquire() {
+    return wait_for_permit<detail::permit_wait<semaphore>>(*this, "coral::semaphore: acquire",
+                                                           detail::wait_kind::semaphore_acquire);
+  }
+
+  // auto permit = co_await s.scoped_acquire(): takes a permit; the semaphore_permit gives it back.
+  [[nodiscard]] detail::scoped_permit_wait<semaphore_permit, semaphore> scoped_acquire() {
+    return wait_for_permit<detail::scoped_permit_wait<semaphore_permit, semaphore>>(
+        *this, "coral::semaphore: scoped_acquire", detail::wait_kind::semaphore_acquire);
   }
 
   // Takes a permit if one is available (never while tasks wait for one); true if it did.

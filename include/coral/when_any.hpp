@@ -30,7 +30,8 @@ namespace coral {
 //   received from a channel inside its body has consumed that value): race the channel
 //   operation itself, not a task around it. m.lock(), sem.acquire() and ev.wait() race as channel
 //   operations do: one that lost holds no lock, took no permit, consumed nothing; one that won
-//   yields what `co_await` of it yields (the guard, the permit). A task that takes a lock inside
+//   is held as `co_await` of it holds it (m.lock(): by the task, which unlocks by hand;
+//   m.scoped_lock(): by the guard it yields). A task that takes a lock inside
 //   its body is not lossless that way.
 template <detail::race_argument... A>
 requires(sizeof...(A) > 0) auto when_any(A&&... a);

@@ -10,8 +10,8 @@
 #include "../test_support.hpp"
 
 // Lossless races of locks, permits and event waits, proven by counting: tasks on a thread pool
-// (with and without strands), a 2-thread io_context and the default executors race m.lock(),
-// sem.acquire() and ev.wait() against short timeouts and against each other, with when_any,
+// (with and without strands), a 2-thread io_context and the default executors race m.scoped_lock(),
+// sem.scoped_acquire() and ev.wait() against short timeouts and against each other, with when_any,
 // with_timeout, `||` and when_all, while a task toggles the event and the test cancels workers at
 // random moments. Whoever holds the mutex or a permit says so in a counter (never more than one
 // mutex holder, never more holders than permits). Afterwards every permit is back, the mutex is
@@ -63,21 +63,21 @@ coral::task<> race(world& w, unsigned seed, long rounds) {
     switch (rng() % 6) {
       case 0:
         try {
-          co_await w.hold_lock(co_await coral::with_timeout(short_deadline(rng), w.m.lock()), yield);
+          co_await w.hold_lock(co_await coral::with_timeout(short_deadline(rng), w.m.scoped_lock()), yield);
           ++w.locks_won;
         } catch (const coral::timeout_error&) {
           ++w.locks_lost;
         }
         break;
       case 1: {
-        auto r = co_await coral::when_any(w.m.lock(), w.permits.acquire(), short_deadline(rng));
+        auto r = co_await coral::when_any(w.m.scoped_lock(), w.permits.scoped_acquire(), short_deadline(rng));
         if (r.index() == 0) co_await w.hold_lock(std::get<0>(std::move(r)), yield);
         if (r.index() == 1) co_await w.hold_permit(std::get<1>(std::move(r)), yield);
         (r.index() == 0 ? w.locks_won : w.locks_lost)++;
         break;
       }
       case 2: {
-        auto r = co_await (w.permits.acquire() || short_deadline(rng));
+        auto r = co_await (w.permits.scoped_acquire() || short_deadline(rng));
         if (r.index() == 0) {
           co_await w.hold_permit(std::get<0>(std::move(r)), yield);
           ++w.acquires_won;
@@ -87,7 +87,7 @@ coral::task<> race(world& w, unsigned seed, long rounds) {
         break;
       }
       case 3: {
-        auto r = co_await coral::when_any(w.ev.wait(), w.permits.acquire(), short_deadline(rng));
+        auto r = co_await coral::when_any(w.ev.wait(), w.permits.scoped_acquire(), short_deadline(rng));
         (r.index() == 0 ? w.waits_won : w.waits_lost)++;
         if (r.index() == 1) co_await w.hold_permit(std::get<1>(std::move(r)), yield);
         break;
@@ -105,7 +105,7 @@ coral::task<> race(world& w, unsigned seed, long rounds) {
         // a lock or permit the join had already taken goes back with its result).
         try {
           co_await coral::with_timeout(short_deadline(rng), [&]() -> coral::task<> {
-            auto [guard, permit] = co_await coral::when_all(w.m.lock(), w.permits.acquire());
+            auto [guard, permit] = co_await coral::when_all(w.m.scoped_lock(), w.permits.scoped_acquire());
             co_await w.hold_permit(std::move(permit), false);
             co_await w.hold_lock(std::move(guard), yield);
           }());

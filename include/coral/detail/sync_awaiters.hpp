@@ -27,7 +27,7 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   permit_awaiter(permit_awaiter&& other) noexcept
       : task_waiter(std::move(other)), what_(other.what_), kind_(other.kind_) {}
   ~permit_awaiter() {
-    if (attempted_ && !this->error) state_->give_back(1, nullptr);
+    if (attempted_ && !this->error) state_->give_back_held(1);
   }
 
   template <class Promise>
@@ -61,23 +61,6 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   bool attempted_ = false;  // acquire() ran and its permit has not reached the task yet
 };
 
-// co_await mutex.lock() / semaphore.acquire(): a permit_awaiter whose result is the guard that
-// owns the lock or permit (so that a result nobody takes gives it back).
-template <class Guard, class Mutex>
-class lock_awaiter : public permit_awaiter {
- public:
-  lock_awaiter(std::shared_ptr<permit_state> state, Mutex& mutex, const char* what, wait_kind kind) noexcept
-      : permit_awaiter(std::move(state), what, kind), mutex_(&mutex) {}
-
-  [[nodiscard]] Guard await_resume() {
-    permit_awaiter::await_resume();
-    return Guard(*mutex_, std::adopt_lock);
-  }
-
- private:
-  Mutex* mutex_;
-};
-
 // What async_mutex and semaphore are made of: the state of their permits (a mutex is a semaphore of
 // one permit). Their waiting tasks fail with operation_aborted when they go. Public, so that a
 // guard's deleter can reach it from the owner; every member is for the derived class.
@@ -87,14 +70,15 @@ class permit_owner {
   permit_owner& operator=(const permit_owner&) = delete;
 
  protected:
-  explicit permit_owner(std::size_t permits) : state_(std::make_shared<permit_state>(permits)) {}
+  permit_owner(std::size_t permits, std::size_t limit) : state_(std::make_shared<permit_state>(permits, limit)) {}
   ~permit_owner() { state_->abort_all(); }
 
-  template <class Guard, class Owner>
-  lock_awaiter<Guard, Owner> wait_for_permit(Owner& owner, const char* what, wait_kind kind) {
-    return {state_, owner, what, kind};
+  template <class Awaiter, class Owner>
+  Awaiter wait_for_permit(Owner& owner, const char* what, wait_kind kind) {
+    return Awaiter(state_, owner, what, kind);
   }
   bool try_take() { return state_->try_acquire(); }
+  // Throws std::logic_error, and gives nothing back, if that would make more permits than the limit.
   void give_back(std::size_t n) { state_->give_back(n, nullptr); }
   std::size_t available() const { return state_->available(); }
 
@@ -114,13 +98,65 @@ class permit_guard {
   Owner* owner() const noexcept { return owner_.get(); }
   void give_back_now() noexcept { owner_.reset(); }
   // The permit stays taken; whoever it is handed to gives it back by hand.
-  void keep_taken() noexcept { static_cast<void>(owner_.release()); }
+  Owner* keep_taken() noexcept { return owner_.release(); }
 
  private:
   struct giver {
-    void operator()(Owner* owner) const noexcept { static_cast<permit_owner*>(owner)->give_back(1); }
+    // (A guard whose permit was given back by hand as well finds the owner at its limit: it gives
+    // nothing, rather than make a second holder or throw from a destructor.)
+    void operator()(Owner* owner) const noexcept { static_cast<permit_owner*>(owner)->state_->give_back_held(1); }
   };
   std::unique_ptr<Owner, giver> owner_;
+};
+
+// A permit taken by a join's branch in the std style (`when_all(m.lock(), work())`): the branch's
+// result owns it, so a join that drops the result (a sibling failed) gives it back; a join that
+// hands it over leaves it taken, for the task to give back by hand.
+template <class Owner>
+class held_permit : public permit_guard<Owner> {
+ public:
+  using coral_held_for_task = void;
+  explicit held_permit(Owner& owner) noexcept : permit_guard<Owner>(owner) {}
+  void hand_to_task() noexcept { static_cast<void>(this->keep_taken()); }
+};
+
+// co_await m.lock() / s.acquire(), the std style: the await yields nothing, and the permit is the
+// task's until it gives it back by hand (m.unlock(), s.release()). As a join's argument, its result
+// is a held_permit (coral_join_resume), so that a join that drops it gives the permit back.
+template <class Owner>
+class permit_wait : public permit_awaiter {
+ public:
+  using coral_join_result = held_permit<Owner>;
+
+  permit_wait(std::shared_ptr<permit_state> state, Owner& owner, const char* what, wait_kind kind) noexcept
+      : permit_awaiter(std::move(state), what, kind), owner_(&owner) {}
+
+  void await_resume() { permit_awaiter::await_resume(); }
+
+  held_permit<Owner> coral_join_resume() {
+    permit_awaiter::await_resume();
+    return held_permit<Owner>(*owner_);
+  }
+
+ private:
+  Owner* owner_;
+};
+
+// co_await m.scoped_lock() / s.scoped_acquire(): the await yields the guard that owns the lock or
+// permit (so that a result nobody takes gives it back).
+template <class Guard, class Owner>
+class scoped_permit_wait : public permit_awaiter {
+ public:
+  scoped_permit_wait(std::shared_ptr<permit_state> state, Owner& owner, const char* what, wait_kind kind) noexcept
+      : permit_awaiter(std::move(state), what, kind), owner_(&owner) {}
+
+  [[nodiscard]] Guard await_resume() {
+    permit_awaiter::await_resume();
+    return Guard(*owner_, std::adopt_lock);
+  }
+
+ private:
+  Owner* owner_;
 };
 
 // co_await event.wait() by a coral task.

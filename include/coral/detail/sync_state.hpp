@@ -1,7 +1,9 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include "coral/detail/task_waiter.hpp"
@@ -66,7 +68,8 @@ class sync_state {
 // a semaphore, and of an async_mutex (one permit).
 class permit_state : public sync_state {
  public:
-  explicit permit_state(std::size_t permits) noexcept : permits_(permits) {}
+  // `limit`: the most permits there can be (a mutex: 1); giving back more is a logic error.
+  permit_state(std::size_t permits, std::size_t limit) noexcept : permits_(permits), limit_(limit) {}
 
   // Takes a permit at once (true) or queues `w` (false) until give_back() hands it one. True with
   // w.error set to operation_aborted: `w`'s race was already won by another branch.
@@ -93,15 +96,32 @@ class permit_state : public sync_state {
 
   // Hands `n` permits to the first `n` waiters that may take them (each is unlinked, so its
   // cancellation can no longer win), the rest to the count; then wakes those waiters, in order,
-  // with no lock held.
+  // with no lock held. Permits beyond the limit (an unlock() of a mutex nobody holds) throw
+  // std::logic_error and change nothing: they would make a second holder.
   void give_back(std::size_t n, task_segment* waker) {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
+      if (n > limit_ - permits_)
+        throw std::logic_error(limit_ == 1 ? "coral::async_mutex: unlock() of a mutex nobody holds"
+                                           : "coral::semaphore: release() past the largest count of permits");
       granted = take_winners(n, waker, losers);
       permits_ += n;  // what no waiter took
     }
     wake_taken(granted, losers, waker);
+  }
+
+  // Gives back permits that were held (a guard's, a handed-over one nobody resumed to take): never
+  // throws; if they were given back by hand already, the count stays at its limit.
+  void give_back_held(std::size_t n) noexcept {
+    queued_waiter *granted, *losers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      n = std::min(n, limit_ - permits_);
+      granted = take_winners(n, nullptr, losers);
+      permits_ += n;
+    }
+    wake_taken(granted, losers, nullptr);
   }
 
   std::size_t available() const {
@@ -114,6 +134,7 @@ class permit_state : public sync_state {
   // a waiter first), so try_acquire() never overtakes a waiter; but those whose context is
   // shutting down, which the shutdown takes out.
   std::size_t permits_;
+  const std::size_t limit_;
 };
 
 // A manual-reset flag and the tasks waiting for it to be set: the state of an event.

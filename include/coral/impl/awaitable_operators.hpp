@@ -64,7 +64,7 @@ decltype(auto) race_operand(A&& a) {
 }
 
 template <class A>
-using operand_value_t = typename join_task_t<decltype(join_operand(std::declval<A>()))>::value_type;
+using operand_value_t = user_value_t<typename join_task_t<decltype(join_operand(std::declval<A>()))>::value_type>;
 
 template <class L, class R>
 auto and_result() {

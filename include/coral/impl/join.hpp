@@ -18,24 +18,56 @@
 
 namespace coral::detail {
 
+// A branch's result that owns something the branch took for the task (a std-style lock or
+// acquire's permit) until the join hands it over (hand_to_task()); a join that drops it gives it up.
+template <class T>
+concept held_for_task = std::is_object_v<T> && requires(T& held) {
+  typename T::coral_held_for_task;
+  held.hand_to_task();
+};
+
+// What a join's caller gets for a child's result: nothing for one held for the task, as awaiting
+// the lock or acquire itself yields nothing.
+template <class T>
+using user_value_t = std::conditional_t<held_for_task<T>, void, T>;
+
 // What a join hands back for a child's result: `void` becomes std::monostate.
 template <class T>
-using join_value_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+using join_value_t = std::conditional_t<std::is_void_v<user_value_t<T>>, std::monostate, T>;
+
+// Hands a child's result over to the join's caller (rethrowing its exception): a held permit
+// becomes the task's.
+template <class T>
+user_value_t<T> hand_to_caller(task_result<T>& result) {
+  if constexpr (held_for_task<T>) {
+    result.hand_over().hand_to_task();
+  } else {
+    return result.hand_over();
+  }
+}
 
 template <class T>
 join_value_t<T> take_join_value(task_result<T>& result) {
-  if constexpr (std::is_void_v<T>) {
-    result.hand_over();
+  if constexpr (std::is_void_v<user_value_t<T>>) {
+    hand_to_caller(result);
     return {};
   } else {
     return result.hand_over();
   }
 }
 
-// What awaiting `A` in a task yields: a coral awaitable's await_resume(), nothing for a duration.
+// What awaiting `A` as a join's argument yields: a coral awaitable's await_resume() (or, for one
+// whose await leaves something taken, what owns it: coral_join_resume()), nothing for a duration.
 template <class A>
 struct awaited_by_task {
   using type = decltype(std::declval<A&>().await_resume());
+};
+template <class A>
+requires requires {
+  typename A::coral_join_result;
+}
+struct awaited_by_task<A> {
+  using type = typename A::coral_join_result;
 };
 template <class Rep, class Period>
 struct awaited_by_task<std::chrono::duration<Rep, Period>> {
@@ -73,11 +105,23 @@ struct current_segment {
   task_segment& await_resume() const noexcept { return *segment; }
 };
 
+// A raceable awaitable's result for the join (see awaited_by_task).
+template <class A>
+decltype(auto) join_resume(A& awaitable) {
+  if constexpr (requires { typename A::coral_join_result; }) {
+    return awaitable.coral_join_resume();
+  } else {
+    return awaitable.await_resume();
+  }
+}
+
 template <class R, class A>
 task<R> await_in_task(A awaitable) {
   if constexpr (std::is_void_v<R>) {
     co_await std::move(awaitable);
   } else {
+    static_assert(
+        !requires { typename A::coral_join_result; }, "(only raceable awaitables have a join result)");
     co_return co_await std::move(awaitable);
   }
 }
@@ -127,7 +171,7 @@ task<R> await_in_race(A argument) {
     awaitable.await_resume();
   } else {
     if (ticket.lost() && awaitable.lost_race()) co_return no_result;
-    co_return awaitable.await_resume();
+    co_return join_resume(awaitable);
   }
 }
 

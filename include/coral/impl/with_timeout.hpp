@@ -141,10 +141,11 @@ task<T> run_timed(Task operation, Limit limit) {
       throw_timeout(nullptr, deadline);
     }
   }
+  // (This rethrows the operation's exception, if any.)
   if constexpr (std::is_void_v<T>) {
-    timed.result().hand_over();  // rethrows the operation's exception, if any
+    hand_to_caller(timed.result());
   } else {
-    co_return timed.result().hand_over();
+    co_return hand_to_caller(timed.result());
   }
 }
 
@@ -152,14 +153,14 @@ task<T> run_timed(Task operation, Limit limit) {
 
 template <class Rep, class Period, detail::race_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
-  using T = typename detail::join_task_t<A>::value_type;
+  using T = detail::user_value_t<typename detail::join_task_t<A>::value_type>;
   constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
   return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), detail::clock_duration(timeout));
 }
 
 template <detail::race_argument A>
 auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
-  using T = typename detail::join_task_t<A>::value_type;
+  using T = detail::user_value_t<typename detail::join_task_t<A>::value_type>;
   constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
   return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), deadline);
 }
