@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <boost/core/demangle.hpp>
+#define BOOST_LOCALE_NO_LIB  // (only its header-only UTF-8 decoder is used: no library to link)
+#include <boost/locale/utf.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -399,19 +401,19 @@ void free_record(task_record* record) noexcept {
 }
 
 namespace {
-// `name` with every control character and every byte that is not part of a UTF-8 sequence
-// replaced by '?': a name cannot add a line to a text dump or break the JSON one.
+// `name` with every control character and every byte that is not part of a well-formed UTF-8
+// sequence (RFC 3629: no overlong form, surrogate or code point past U+10FFFF) replaced by '?':
+// a name cannot add a line to a text dump or break the JSON one.
 std::string printable(std::string name) {
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(name[i]); };
+  using utf8 = boost::locale::utf::utf_traits<char>;
+  const char* const end = name.data() + name.size();
   for (std::size_t i = 0; i < name.size();) {
-    const unsigned char c = byte(i);
-    const std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool valid = length != 0 && i + length <= name.size();
-    for (std::size_t k = 1; valid && k < length; ++k) valid = (byte(i + k) >> 6) == 0x2;
-    if (!valid || c < 0x20 || c == 0x7f) {
+    const char* next = name.data() + i;
+    const boost::locale::utf::code_point c = utf8::decode(next, end);
+    if (c == boost::locale::utf::illegal || c == boost::locale::utf::incomplete || c < 0x20 || c == 0x7f) {
       name[i++] = '?';
     } else {
-      i += length;
+      i = static_cast<std::size_t>(next - name.data());
     }
   }
   return name;

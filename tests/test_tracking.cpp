@@ -532,6 +532,53 @@ BOOST_AUTO_TEST_CASE(a_name_cannot_add_a_line_to_a_dump_or_break_its_json) {
   get_within(job);
 }
 
+BOOST_AUTO_TEST_CASE(a_name_keeps_well_formed_utf8_and_each_byte_of_an_ill_formed_sequence_becomes_a_question_mark) {
+  tracking_on tracking;
+  coral::event_loop loop;
+  coral::event release;
+  // Each name as set, and as the dumps show it.
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"overlong NUL \xc0\x80", "overlong NUL ??"},
+      {"overlong C1 \xc1\xbf", "overlong C1 ??"},
+      {"overlong slash \xe0\x80\xaf", "overlong slash ???"},
+      {"overlong four \xf0\x80\x80\xaf", "overlong four ????"},
+      {"surrogate \xed\xa0\x80", "surrogate ???"},
+      {"past U+10FFFF \xf4\x90\x80\x80", "past U+10FFFF ????"},
+      {"lead F5 \xf5\x80\x80\x80", "lead F5 ????"},
+      {"lead F7 \xf7\xbf\xbf\xbf", "lead F7 ????"},
+      {"lead F8 \xf8\x88\x80\x80\x80", "lead F8 ?????"},
+      {"lead FF \xff", "lead FF ?"},
+      {"cut short \xe2\x82 end", "cut short ?? end"},
+      {"U+00E9 \xc3\xa9", "U+00E9 \xc3\xa9"},
+      {"U+20AC \xe2\x82\xac", "U+20AC \xe2\x82\xac"},
+      {"U+1F600 \xf0\x9f\x98\x80", "U+1F600 \xf0\x9f\x98\x80"},
+      {"U+10FFFF \xf4\x8f\xbf\xbf", "U+10FFFF \xf4\x8f\xbf\xbf"},
+      {"U+D7FF \xed\x9f\xbf", "U+D7FF \xed\x9f\xbf"},
+      {"U+E000 \xee\x80\x80", "U+E000 \xee\x80\x80"},
+  };
+  std::vector<coral::job<void>> jobs;
+  for (const auto& [name, shown] : names) {
+    jobs.push_back(coral::spawn(loop.get_executor(), [&, name]() -> coral::task<> {
+      co_await coral::this_task::set_name(name);
+      co_await release.wait();
+    }));
+  }
+  // (suspended_named parses each JSON dump with Boost.JSON, which rejects ill-formed UTF-8.)
+  for (const auto& [name, shown] : names) suspended_named(shown, "event wait");
+  const auto tasks = tasks_now();
+  std::ostringstream text;
+  coral::dump_tasks(text);
+  for (const auto& [name, shown] : names) {
+    BOOST_TEST_INFO("the name shown: " << shown);
+    const auto* t = find_named(tasks, shown);
+    BOOST_REQUIRE(t);
+    BOOST_TEST(t->at("name").as_string() == shown);
+    BOOST_TEST(text.str().find('"' + shown + "\":") != std::string::npos);
+  }
+  release.set();
+  for (auto& j : jobs) get_within(j);
+}
+
 BOOST_AUTO_TEST_CASE(the_failure_of_a_task_started_while_tracking_is_off_has_no_trace) {
   catching_reports reports;
   coral::event_loop loop;
