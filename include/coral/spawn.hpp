@@ -21,10 +21,10 @@ requires detail::executor_like<std::remove_cvref_t<Executor>> ||
     detail::execution_context_like<std::remove_cvref_t<Executor>>
 auto spawn(Executor&& executor, Source&& source, detail::code_location where = detail::code_location::here()) {
   using T = typename detail::task_of_t<Source>::value_type;
-  auto* state = detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source),
-                                  true, where);
-  state->start();
-  return job<T>(state);
+  auto root = detail::make_root(detail::erase_executor(detail::executor_of(executor)), std::forward<Source>(source),
+                                true, where);
+  root.start();
+  return job<T>(root.release());
 }
 
 // Starts a task with a bound executor type on that executor.
@@ -34,9 +34,9 @@ job<T> spawn(task<T, Executor> t, detail::code_location where = detail::code_loc
                 "coral::spawn(task): this task has no executor type (task<T> runs where it is started); "
                 "say where: coral::spawn(executor, task), or declare it as task<T, some_executor>");
   if constexpr (!std::is_same_v<Executor, inherit>) {
-    auto* state = detail::make_root(detail::erase_executor(Executor{}), std::move(t), true, where);
-    state->start();
-    return job<T>(state);
+    auto root = detail::make_root(detail::erase_executor(Executor{}), std::move(t), true, where);
+    root.start();
+    return job<T>(root.release());
   }
 }
 

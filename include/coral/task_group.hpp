@@ -80,12 +80,12 @@ class task_group {
   template <detail::task_source Source>
   void spawn_on(boost::asio::any_io_executor executor, Source&& source, const detail::code_location& where) {
     using T = typename detail::task_of_t<Source>::value_type;
-    auto* child = detail::make_root(std::move(executor), std::forward<Source>(source), true, where);
+    auto child = detail::make_root(std::move(executor), std::forward<Source>(source), true, where);
     auto link = std::make_unique<detail::group_link>();
-    link->segment = child;
+    link->segment = child.get();
     detail::group_link& linked = *link;
-    state_->add_ref();
-    child->when_done([group = state_, link = std::move(link)](detail::result_segment<T>& s) {
+    child->when_done([group = detail::counted_ref<detail::group_state>(state_),
+                      link = std::move(link)](detail::result_segment<T>& s) {
       // The group reports the failure (join, or the group's end): not the job.
       s.mark_observed();
       std::exception_ptr failure;
@@ -99,11 +99,11 @@ class task_group {
       // that nothing of the task outlives the join.
       s.result().clear();
       group->child_ended(*link, std::move(failure), std::move(note));
-      group->release();
     });
+    // (If the start fails, the child ends unstarted, and so leaves the group, before the exception
+    // leaves this call.)
     state_->add(linked);
-    child->start();
-    child->release();
+    child.start();
   }
 
   boost::asio::any_io_executor executor_;

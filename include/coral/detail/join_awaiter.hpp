@@ -78,6 +78,12 @@ class join_awaiter_base : public external_wait {
     return member;
   }
 
+  // A member made, not started, and never to be: it ends without running.
+  template <class T>
+  static void discard_unstarted(join_member<T>* member) noexcept {
+    if (member) member->discard();
+  }
+
   // Once every member exists: lets the parent's cancellation reach them and registers the wait.
   void begin_start() {
     forward_ = parent_segment_->op_slot().is_connected();

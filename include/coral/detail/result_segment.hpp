@@ -133,9 +133,16 @@ class result_segment : public task_segment {
   }
 
   // Ends the job without ever running its task (the attached frame is destroyed unstarted): it
-  // ends with no result, and lets go of the reference a running segment would have held.
-  void discard() noexcept {
+  // ends with no result, or with `why` (an exception that stopped it from starting, which whoever
+  // started it hears: not unobserved), and lets go of the reference a running segment would have
+  // held.
+  void discard(std::exception_ptr why = nullptr) noexcept {
     std::exchange(frame_, nullptr).destroy();
+    if (why) {
+      result_.set_exception(std::move(why));
+      mark_observed();
+      abandoned_ = true;  // (it never ran: nothing of it failed)
+    }
     end();
     this->release();
   }
@@ -209,7 +216,8 @@ class result_segment : public task_segment {
 
   task_result<T>& result() noexcept { return result_; }
   // Whether the task was destroyed unfinished because its execution context shut down (its
-  // result is then operation_aborted, which nobody needs to be told about). Read once it ended.
+  // result is then operation_aborted, which nobody needs to be told about), or never started (its
+  // start failed, and whoever started it heard why). Read once it ended.
   bool abandoned() const noexcept { return abandoned_; }
   void mark_observed() noexcept { observed_.store(true, std::memory_order_relaxed); }
   // True for the first caller only: a move-only result can be taken once.

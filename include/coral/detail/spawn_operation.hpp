@@ -49,37 +49,67 @@ requires(!is_task_v<std::remove_cvref_t<A>>) struct task_of<A> {
 template <class A>
 using task_of_t = typename task_of<A>::type;
 
-// Creates the root of a spawned task, with one object reference for the caller, not started yet.
-// If the callable throws, nothing is left behind (no state, no outstanding work).
+// A spawned task's root segment, made and not started yet. It holds the two references the root
+// is made with: the running task's and the caller's. start() hands the first to the running task;
+// if the root goes before it started (an exception between making and starting it: an
+// allocation, a callable), the frame is destroyed unstarted, the job ends with that exception
+// (its callbacks run: a completion handler or a group hears it) and both references go.
+template <class T>
+class unstarted_root {
+ public:
+  explicit unstarted_root(result_segment<T>* segment) noexcept : segment_(segment) {}
+  unstarted_root(unstarted_root&& other) noexcept
+      : segment_(std::exchange(other.segment_, nullptr)), started_(other.started_) {}
+  unstarted_root& operator=(unstarted_root&&) = delete;
+  ~unstarted_root() {
+    if (!segment_) return;
+    if (!started_) segment_->discard(std::current_exception());
+    segment_->release();
+  }
+
+  result_segment<T>* operator->() const noexcept { return segment_; }
+  result_segment<T>* get() const noexcept { return segment_; }
+
+  // Posts the task's start to its executor (never inline: spawn() runs no task code).
+  void start() {
+    segment_->start();
+    started_ = true;
+  }
+  // The caller's reference, for a job handle to adopt (once started).
+  result_segment<T>* release() noexcept { return std::exchange(segment_, nullptr); }
+
+ private:
+  result_segment<T>* segment_;
+  bool started_ = false;
+};
+
+// Creates the root of a spawned task, not started yet. If the callable, the record or an
+// allocation throws, nothing is left behind (no state, no frame, no outstanding work).
 // `cancellable`: whether anything will be able to cancel the task (a job handle, a slot).
 // `where`: where it was spawned, for its record (coral::dump_tasks).
 template <class Source>
 auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable, const code_location& where) {
   using task_type = task_of_t<Source>;
   using T = typename task_type::value_type;
+  // (Until it is attached, the task's frame, if any, is the source's own; once attached, the
+  // segment's, freed with it: the last reference of a segment never started destroys its frame.)
+  std::unique_ptr<result_segment<T>, release_reference<object_references>> made;
   if constexpr (is_task_v<std::remove_cvref_t<Source>>) {
     if (!source.valid()) throw std::logic_error("coral::spawn: the task is empty (moved from or already started)");
-    auto* state = new result_segment<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable));
-    state->attach(task_type(std::move(source)).release());
-    state->start_record(nullptr, where);
-    state->add_ref();
-    return state;
+    made.reset(new result_segment<T>(place(bound_executor<task_type>().value_or(std::move(executor)), cancellable)));
+    made->attach(task_type(std::move(source)).release());
   } else {
     using F = std::remove_cvref_t<Source>;
     auto* state = new factory_job_state<T, F>(
         place(bound_executor<task_type>().value_or(std::move(executor)), cancellable), std::forward<Source>(source));
-    try {
-      task_type t = state->make_task();
-      if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");
-      state->attach(t.release());
-      state->start_record(nullptr, where);
-    } catch (...) {
-      state->release();
-      throw;
-    }
-    state->add_ref();
-    return static_cast<result_segment<T>*>(state);
+    made.reset(state);
+    task_type t = state->make_task();
+    if (!t.valid()) throw std::logic_error("coral::spawn: the callable returned an empty task");
+    made->attach(t.release());
   }
+  made->start_record(nullptr, where);
+  made->add_ref();  // the running task's
+  return unstarted_root<T>(made.release());
 }
 
 // Installed in the completion handler's cancellation slot: emitting it cancels the task, as with
@@ -163,7 +193,8 @@ struct initiate_spawn {
   void operator()(Handler handler, asio::any_io_executor executor, Source source, code_location where) const {
     using T = typename task_of_t<Source>::value_type;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    auto* state = make_root(executor, std::move(source), slot.is_connected(), where);
+    auto root = make_root(executor, std::move(source), slot.is_connected(), where);
+    auto* state = root.get();
     if (slot.is_connected()) slot.template emplace<spawn_cancellation<T>>(state);
     // As with any Asio operation, the pending completion is outstanding work on the handler's
     // executor, and the handler runs there; its slot is cleared there too, where its owner uses it.
@@ -180,6 +211,12 @@ struct initiate_spawn {
     auto* pending = pending_type::make(std::move(handler), std::move(work), allocator);
     // (A context already shutting down takes no completion: its handler goes now, unrun.)
     if (!gate->link(*pending)) pending->abandon();
+    // If the task cannot be started (an allocation fails), the exception leaves this initiating
+    // function, as Asio's do, and the handler goes unrun: nothing is left outstanding.
+    auto unrun = [pending, &gate = *gate] {
+      gate.claim(
+          *pending, [&] { pending->abandon(); }, [&] { pending->abandon(); });
+    };
     state->when_done(
         [pending = pending_reference<pending_type>(pending, std::move(gate)), slot,
          allocator](result_segment<T>& s) mutable {
@@ -223,8 +260,12 @@ struct initiate_spawn {
         },
         allocator);
     // Started only now: the completion cannot run inside this initiating function.
-    state->start();
-    state->release();
+    try {
+      root.start();
+    } catch (...) {
+      unrun();
+      throw;
+    }
   }
 };
 

@@ -243,9 +243,16 @@ class tuple_join_awaiter : protected join_awaiter_base {
   template <class Promise, std::size_t... I>
   bool suspend(std::coroutine_handle<Promise> parent, std::index_sequence<I...>) {
     open(parent, Kind, sizeof...(Tasks));
-    ((std::get<I>(members_) = make_member(std::get<I>(tasks_).release(),
-                                          bound_executor<std::tuple_element_t<I, std::tuple<Tasks...>>>(), I)),
-     ...);
+    try {
+      ((std::get<I>(members_) = make_member(std::get<I>(tasks_).release(),
+                                            bound_executor<std::tuple_element_t<I, std::tuple<Tasks...>>>(), I)),
+       ...);
+    } catch (...) {
+      // (An allocation failed: the members made so far end unstarted, and the exception reaches
+      // the parent, which never suspended.)
+      (discard_unstarted(std::get<I>(members_)), ...);
+      throw;
+    }
     begin_start();
     (start(*std::get<I>(members_)), ...);
     return end_start();
@@ -279,9 +286,16 @@ class vector_join_awaiter : protected join_awaiter_base {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
     open(parent, Kind, tasks_.size());
-    members_.reserve(tasks_.size());
-    const auto bound = bound_executor<Task>();
-    for (std::size_t i = 0; i < tasks_.size(); ++i) members_.push_back(make_member(tasks_[i].release(), bound, i));
+    try {
+      members_.reserve(tasks_.size());
+      const auto bound = bound_executor<Task>();
+      for (std::size_t i = 0; i < tasks_.size(); ++i) members_.push_back(make_member(tasks_[i].release(), bound, i));
+    } catch (...) {
+      // (An allocation failed: the members made so far end unstarted, and the exception reaches
+      // the parent, which never suspended.)
+      for (auto* m : members_) discard_unstarted(m);
+      throw;
+    }
     begin_start();
     for (auto* m : members_) start(*m);
     return end_start();

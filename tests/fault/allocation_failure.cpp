@@ -1,0 +1,220 @@
+#define BOOST_TEST_MODULE coral allocation failure
+// Makes the k-th allocation fail, for every k along each way of starting and joining tasks, on a
+// single-threaded io_context (Boost 1.81's own strand creation cannot survive a failed allocation,
+// so no strand is involved). Whatever k, the exception reaches someone (the caller, the job, the
+// handler or the awaiting task), io_context::run() returns (no outstanding work is left behind)
+// and every object the tasks held is destroyed (no frame is left behind); LeakSanitizer checks
+// the rest.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <coral/coral.hpp>
+#include <exception>
+#include <functional>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "../test_support.hpp"
+#include "failing_allocation.hpp"
+
+using namespace coral_test;
+namespace asio = boost::asio;
+
+namespace {
+
+// Starts a scenario's tasks on `ctx`; the scenario ends when ctx.run() returns.
+using scenario = std::function<void(asio::io_context& ctx)>;
+
+coral::task<int> leaf(int v) {
+  lifetime l;
+  co_await coral::yield();
+  co_return v;
+}
+
+coral::task<int> sleeper(int v) {
+  lifetime l;
+  co_await coral::sleep_for(1ms);
+  co_return v;
+}
+
+coral::task<int> parent() {
+  lifetime l;
+  int a = co_await leaf(1);
+  int b = co_await sleeper(2);
+  co_return a + b;
+}
+
+struct outcome {
+  long allocations = 0;  // counted along the run
+  bool failed = false;   // the chosen allocation was reached
+  bool stopped = false;  // run() returned: nothing outstanding
+  int alive = 0;         // payloads alive once run() returned
+};
+
+// Runs `s` with the k-th allocation failing. run() is called again after each exception that
+// leaves it (a handler's, as Asio lets them), at most a few times, each time for a bounded while.
+outcome run_with_failure(const scenario& s, long k) {
+  outcome o;
+  lifetime::alive = 0;
+  {
+    asio::io_context ctx(1);
+    fail_allocation_at(k);
+    try {
+      s(ctx);
+    } catch (const std::bad_alloc&) {
+    }
+    for (int attempt = 0; attempt < 8 && !ctx.stopped(); ++attempt) {
+      try {
+        ctx.run_for(2s);
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    o.failed = allocation_failed();
+    o.allocations = stop_failing_allocations();
+    o.stopped = ctx.stopped();
+    o.alive = lifetime::alive.load();
+  }
+  return o;
+}
+
+// Every k from 0 to the number of allocations a run without a failure makes.
+void check_every_allocation(const char* name, const scenario& s) {
+  const outcome clean = run_with_failure(s, -1);
+  BOOST_TEST_REQUIRE(clean.stopped, name << ": the run without a failure did not end");
+  BOOST_TEST_REQUIRE(clean.alive == 0, name);
+  BOOST_TEST_MESSAGE(name << ": " << clean.allocations << " allocations");
+  for (long k = 0; k <= clean.allocations; ++k) {
+    const outcome o = run_with_failure(s, k);
+    BOOST_TEST(o.stopped, name << ", allocation " << k << ": run() did not return");
+    BOOST_TEST(o.alive == 0, name << ", allocation " << k << ": " << o.alive << " objects left alive");
+  }
+}
+
+struct quiet_unobserved {
+  coral::unobserved_exception_handler previous = coral::set_unobserved_exception_handler([](std::exception_ptr) {});
+  ~quiet_unobserved() { coral::set_unobserved_exception_handler(previous); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(spawn_with_an_allocation_failing)
+
+BOOST_AUTO_TEST_CASE(with_a_job) {
+  quiet_unobserved quiet;
+  check_every_allocation("spawn, job kept", [](asio::io_context& ctx) {
+    auto j = coral::spawn(ctx, parent());
+    j.then([](int) {});
+  });
+  check_every_allocation("spawn, job dropped", [](asio::io_context& ctx) { coral::spawn(ctx, parent()); });
+  check_every_allocation("spawn of a lambda", [](asio::io_context& ctx) {
+    coral::spawn(ctx, [l = lifetime()]() -> coral::task<int> { co_return co_await parent(); });
+  });
+}
+
+BOOST_AUTO_TEST_CASE(with_a_completion_handler) {
+  quiet_unobserved quiet;
+  check_every_allocation("spawn, handler", [](asio::io_context& ctx) {
+    coral::spawn(ctx, parent(), [l = lifetime()](std::exception_ptr, int) {});
+  });
+  check_every_allocation("spawn, detached", [](asio::io_context& ctx) { coral::spawn(ctx, parent(), asio::detached); });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(joins_with_an_allocation_failing)
+
+BOOST_AUTO_TEST_CASE(when_all_when_any_and_with_timeout) {
+  quiet_unobserved quiet;
+  check_every_allocation("when_all", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<int> {
+      auto [a, b, c] = co_await coral::when_all(leaf(1), sleeper(2), parent());
+      co_return a + b + c;
+    });
+  });
+  check_every_allocation("when_any", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<std::size_t> {
+      auto r = co_await coral::when_any(sleeper(1), leaf(2));
+      co_return r.index();
+    });
+  });
+  // (Each side in one when_all: if one fails, the other is cancelled rather than left waiting.)
+  check_every_allocation("with_timeout around a receive", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<> {
+      coral::channel<lifetime> ch(0);
+      co_await coral::when_all(ch.send(lifetime()),
+                               [&]() -> coral::task<> { auto v = co_await coral::with_timeout(1s, ch.receive()); }());
+    });
+  });
+}
+
+BOOST_AUTO_TEST_CASE(task_group) {
+  quiet_unobserved quiet;
+  check_every_allocation("task_group", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<> {
+      coral::task_group g(co_await coral::this_task::executor);
+      g.spawn(parent());
+      g.spawn(leaf(1));
+      g.spawn([l = lifetime()]() -> coral::task<> { co_await coral::sleep_for(1ms); });
+      co_await g.join();
+    });
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(waits_with_an_allocation_failing)
+
+BOOST_AUTO_TEST_CASE(channel_send_receive_and_select) {
+  quiet_unobserved quiet;
+  // (Each side in one when_all: if one fails, the other is cancelled rather than left waiting.)
+  check_every_allocation("channel hand-over", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<> {
+      coral::channel<lifetime> ch(1);
+      co_await coral::when_all(
+          [&]() -> coral::task<> {
+            for (int i = 0; i < 3; ++i) co_await ch.send(lifetime());
+            ch.close();
+          }(),
+          [&]() -> coral::task<> {
+            while (auto v = co_await ch.next()) {
+            }
+          }());
+    });
+  });
+  check_every_allocation("select over two channels", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<> {
+      coral::channel<lifetime> a(0), b(0);
+      co_await coral::when_all(b.send(lifetime()), [&]() -> coral::task<> {
+        auto r = co_await coral::when_any(a.receive(), b.receive());
+      }());
+    });
+  });
+}
+
+BOOST_AUTO_TEST_CASE(sync_waits_and_the_awaitable_bridge) {
+  quiet_unobserved quiet;
+  check_every_allocation("mutex, contended", [](asio::io_context& ctx) {
+    auto m = std::make_shared<coral::async_mutex>();
+    for (int i = 0; i < 3; ++i) {
+      coral::spawn(ctx, [m, l = lifetime()]() -> coral::task<> {
+        co_await m->lock();
+        co_await coral::yield();
+        m->unlock();
+      });
+    }
+  });
+  check_every_allocation("asio::awaitable awaited by a task", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<int> {
+      co_return co_await []() -> asio::awaitable<int> {
+        lifetime l;
+        co_return 7;
+      }();
+    });
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

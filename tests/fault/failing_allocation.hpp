@@ -1,0 +1,13 @@
+#pragma once
+
+namespace coral_test {
+
+// Makes the k-th allocation (global operator new, counted from 0) that the calling thread makes
+// from now on throw std::bad_alloc, once; a negative k only counts. Other threads are not counted.
+void fail_allocation_at(long k) noexcept;
+// Stops counting on this thread; returns how many allocations were counted.
+long stop_failing_allocations() noexcept;
+// Whether the allocation chosen by fail_allocation_at was reached (and thrown).
+bool allocation_failed() noexcept;
+
+}  // namespace coral_test
