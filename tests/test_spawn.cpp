@@ -346,6 +346,85 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(
   BOOST_TEST(lifetime::alive == 0);
 }
 
+namespace {
+// A child that sleeps a few short times on its own executor (`sleeps` may be empty), and counts
+// how it ended.
+struct short_sleeps_outcomes {
+  static inline std::atomic<int> completed{0}, aborted{0};
+};
+coral::task<> short_sleeps(std::vector<std::chrono::microseconds> sleeps) {
+  lifetime l;
+  try {
+    for (auto d : sleeps) co_await coral::sleep_for(d);
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) ++short_sleeps_outcomes::aborted;
+    throw;
+  }
+  ++short_sleeps_outcomes::completed;
+}
+coral::task<void, coral::pool_executor> short_sleeps_on_pool(std::vector<std::chrono::microseconds> sleeps) {
+  co_await short_sleeps(std::move(sleeps));
+}
+
+// Multi-threaded executors a child can run on while its parent's context is destroyed.
+struct child_on_io_context_4_threads {
+  running_io_context context{4};
+  auto child(std::vector<std::chrono::microseconds> sleeps) {
+    return coral::on(context.get_executor(), short_sleeps(std::move(sleeps)));
+  }
+};
+struct child_on_thread_pool {
+  asio::thread_pool pool{4};
+  auto child(std::vector<std::chrono::microseconds> sleeps) { return coral::on(pool, short_sleeps(std::move(sleeps))); }
+  ~child_on_thread_pool() { pool.join(); }
+};
+struct child_on_default_pool {
+  auto child(std::vector<std::chrono::microseconds> sleeps) {
+    return coral::on(coral::pool_executor{}, short_sleeps(std::move(sleeps)));
+  }
+};
+struct child_bound_to_default_pool {
+  auto child(std::vector<std::chrono::microseconds> sleeps) { return short_sleeps_on_pool(std::move(sleeps)); }
+};
+using multi_threaded_children =
+    std::tuple<child_on_io_context_4_threads, child_on_thread_pool, child_on_default_pool, child_bound_to_default_pool>;
+
+template <class Children>
+coral::task<> await_short_sleeps(Children& children, std::vector<std::chrono::microseconds> sleeps) {
+  co_await children.child(std::move(sleeps));
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(
+    destroying_a_context_whose_unshared_task_awaits_a_child_on_a_multi_threaded_executor_cancels_the_child_only_there,
+    Children, multi_threaded_children) {
+  // Nothing but the shutdown can cancel a parent spawned with `detached` or whose job was dropped,
+  // so its child hears no cancellation of the parent's. The shutdown still cancels the child: that
+  // must reach the child through its own executor, one thing at a time, while the child's sleep
+  // completes or the child ends on another of that executor's threads (ASan, TSan).
+  Children children;
+  std::mt19937 rng(20240611);
+  // Bounded in time too: a sanitizer build on a loaded machine runs fewer iterations.
+  const auto stop = std::chrono::steady_clock::now() + 1s;
+  for (int i = 0; i < 1000 && std::chrono::steady_clock::now() < stop; ++i) {
+    std::vector<std::chrono::microseconds> sleeps(rng() % 8);
+    for (auto& d : sleeps) d = std::chrono::microseconds(rng() % 200);
+    asio::io_context ctx(1);
+    if (i % 2 == 0) {
+      coral::spawn(ctx, await_short_sleeps(children, std::move(sleeps)), asio::detached);
+    } else {
+      coral::spawn(ctx, await_short_sleeps(children, std::move(sleeps)));  // the job is dropped at once
+    }
+    ctx.run_for(std::chrono::microseconds(rng() % 400));
+  }  // each context destroyed with its task waiting for the child, or just after it resumed
+  // Every child ends (cancelled or done) and frees its frame.
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (lifetime::alive != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST_MESSAGE("children completed " << short_sleeps_outcomes::completed.exchange(0) << ", cancelled "
+                                           << short_sleeps_outcomes::aborted.exchange(0));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(job)

@@ -19,8 +19,9 @@ namespace coral::detail {
 //
 // Not a join of one member (as with_timeout's operation is): a join's members can always be
 // cancelled (by a sibling, a deadline), so each is serialised, a strand on a multi-threaded
-// executor; a child nothing can cancel (non_cancellable's, or one whose parent nothing can cancel)
-// runs on its executor as it is. And a join's member is resumed through the join's counts and
+// executor; a child nothing can cancel (non_cancellable's, or one whose parent nothing can cancel,
+// on its parent's context: on another, the shutdown of the parent's context cancels it) runs on
+// its executor as it is. And a join's member is resumed through the join's counts and
 // race decision, which a single child never needs.
 template <class T>
 class child_segment_state final : public result_segment<T> {
@@ -129,10 +130,16 @@ class child_segment_awaiter : public external_wait {
     const bool here = executor == parent_segment.executor();
     // Only a parent that can be cancelled forwards its cancellation (see place()).
     forward_cancel = forward_cancel && parent_segment.op_slot().is_connected();
-    auto* state = new child_segment_state<T>(place(executor, forward_cancel));
+    // A child on another context is cancelled by the shutdown of its parent's (abandon(), on the
+    // thread destroying that context) while its own context's threads run it: it is serialised
+    // even when its parent cannot cancel it, so that this cancellation too is used only on its
+    // executor. A child on its parent's context does not run while that context shuts down.
+    const bool local = &asio::query(executor, asio::execution::context) ==
+                       &asio::query(parent_segment.executor(), asio::execution::context);
+    auto* state = new child_segment_state<T>(place(executor, forward_cancel || !local));
     state->attach(std::exchange(guard.f, nullptr));
     state->start_record(&parent_segment, {});
-    state->local = &state->gate() == &parent_segment.gate();
+    state->local = local;
     if (!state->local) state->parent_gate = parent_segment.shared_gate();
     state_ = state;
     state->add_ref();  // this awaiter's
@@ -155,7 +162,8 @@ class child_segment_awaiter : public external_wait {
     return state_->result().hand_over();
   }
 
-  // The parent's context is shutting down: cancel the child, let go of the parent.
+  // The parent's context is shutting down: cancel the child (serialised unless it is local, and
+  // then not running), let go of the parent.
   void abandon() noexcept override {
     if (!state_->detach()) return;  // the child has ended and the parent's resumption is queued
     state_->cancel();

@@ -31,8 +31,8 @@ struct placement {
 
 // Finds the gate of `executor`'s context and, for a segment that can be cancelled, serialises
 // the executor (see placement). A segment nothing can cancel (spawned with a completion token
-// without a cancellation slot, or a child of such a task) needs no strand: its coroutines run
-// one at a time anyway, and only cancellation reaches it from outside.
+// without a cancellation slot, or a child of such a task on the same context) needs no strand: its
+// coroutines run one at a time anyway, and only cancellation reaches it from outside.
 placement place(const asio::any_io_executor& executor, bool cancellable = true);
 
 // A wait whose waker lives outside the task's execution context (a channel, a child task on
