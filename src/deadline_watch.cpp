@@ -69,18 +69,21 @@ deadline_watch::deadline_watch(const asio::any_io_executor& executor)
 deadline_watch::~deadline_watch() = default;
 
 void deadline_watch::arm(shared& s, clock::time_point at) {
-  s.armed = at;
   ++s.generation;
+  // (Nothing is armed until the new wait is in: if its allocation fails, the next timeout arms.)
+  s.armed = clock::time_point::max();
   timer_->expires_at(at);  // (a wait still pending completes as cancelled: stale)
   timer_->async_wait(expiry(shared_, s.generation));
+  s.armed = at;
 }
 
 void deadline_watch::begin(join_state& join, clock::time_point deadline) {
-  join.add_ref();
   std::lock_guard lock(shared_->mutex);
+  // Armed first: if that throws, the watch is as it was. (The expiry takes the lock first.)
+  if (deadline < shared_->armed) arm(*shared_, deadline);
+  join.add_ref();
   shared_->join = &join;
   shared_->deadline = deadline;
-  if (deadline < shared_->armed) arm(*shared_, deadline);
 }
 
 void deadline_watch::end() noexcept {

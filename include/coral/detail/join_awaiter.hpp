@@ -86,8 +86,10 @@ class join_awaiter_base : public external_wait {
 
   // Once every member exists: lets the parent's cancellation reach them and registers the wait.
   void begin_start() {
-    forward_ = parent_segment_->op_slot().is_connected();
-    if (forward_) parent_segment_->slot().template emplace<forward_join_cancellation>(join_, parent_segment_);
+    if (parent_segment_->op_slot().is_connected()) {
+      parent_segment_->slot().template emplace<forward_join_cancellation>(join_, parent_segment_);
+      forward_ = true;
+    }
     parent_segment_->set_external_wait(this);
   }
 

@@ -247,13 +247,13 @@ class tuple_join_awaiter : protected join_awaiter_base {
       ((std::get<I>(members_) = make_member(std::get<I>(tasks_).release(),
                                             bound_executor<std::tuple_element_t<I, std::tuple<Tasks...>>>(), I)),
        ...);
+      begin_start();
     } catch (...) {
       // (An allocation failed: the members made so far end unstarted, and the exception reaches
       // the parent, which never suspended.)
       (discard_unstarted(std::get<I>(members_)), ...);
       throw;
     }
-    begin_start();
     (start(*std::get<I>(members_)), ...);
     return end_start();
   }
@@ -290,13 +290,13 @@ class vector_join_awaiter : protected join_awaiter_base {
       members_.reserve(tasks_.size());
       const auto bound = bound_executor<Task>();
       for (std::size_t i = 0; i < tasks_.size(); ++i) members_.push_back(make_member(tasks_[i].release(), bound, i));
+      begin_start();
     } catch (...) {
       // (An allocation failed: the members made so far end unstarted, and the exception reaches
       // the parent, which never suspended.)
       for (auto* m : members_) discard_unstarted(m);
       throw;
     }
-    begin_start();
     for (auto* m : members_) start(*m);
     return end_start();
   }

@@ -67,9 +67,17 @@ class timed_awaiter : protected join_awaiter_base {
     deadline_watch& watch = deadline_watch::of(*segment_);
     open(parent, join_kind::first_end, 1);
     member_ = make_member(operation_.release(), bound_executor<Task>(), 0);
-    begin_start();
-    watch.begin(join(), deadline_);
-    watch_ = &watch;
+    try {
+      watch.begin(join(), deadline_);
+      watch_ = &watch;
+      begin_start();
+    } catch (...) {
+      // (An allocation failed: the operation ends unstarted, and the exception reaches the
+      // parent, which never suspended.)
+      if (std::exchange(watch_, nullptr)) watch.end();
+      discard_unstarted(member_);
+      throw;
+    }
     start(*member_);
     return end_start();
   }
