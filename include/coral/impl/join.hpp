@@ -32,6 +32,40 @@ join_value_t<T> take_join_value(task_result<T>& result) {
   }
 }
 
+// Passes a join member's outcome on to the result of the task built on the join, where it is the
+// alternative I of the variant W: a loan as it is (see loan), a value with one move; an exception
+// is rethrown.
+template <class W, std::size_t I, class T>
+void pass_on_within(task_result<T>& from, task_result<W>& to) {
+  if constexpr (loanable_v<T>) {
+    if (from.has_loan()) return to.set_loan(from.take_loan().template within<W, I>());
+  }
+  from.hand_over_with([&](auto&&... a) { to.set_value(std::in_place_index<I>, std::forward<decltype(a)>(a)...); });
+}
+
+// As pass_on_within, where it is the same type.
+template <class T>
+void pass_on(task_result<T>& from, task_result<T>& to) {
+  if constexpr (loanable_v<T>) {
+    if (from.has_loan()) return to.set_loan(from.take_loan());
+  }
+  from.hand_over_with([&](auto&&... a) { to.set_value(std::forward<decltype(a)>(a)...); });
+}
+
+// As pass_on_within, for a variant V whose alternatives are the first ones of the variant W.
+template <class W, class V>
+void pass_on_widened(task_result<V>& from, task_result<W>& to) {
+  if constexpr (loanable_v<V>) {
+    if (from.has_loan()) return to.set_loan(from.take_loan().template widened<W>());
+  }
+  if (!from.has_value()) from.hand_over();  // rethrows
+  V& v = from.peek();
+  with_index<std::variant_size_v<V>>(v.index(), [&](auto j) {
+    constexpr std::size_t J = decltype(j)::value;
+    to.set_value(std::in_place_index<J>, std::get<J>(std::move(v)));
+  });
+}
+
 // What awaiting `A` in a task yields: a coral awaitable's await_resume(), nothing for a duration.
 template <class A>
 struct awaited_by_task {
@@ -82,9 +116,10 @@ task<R> await_in_task(A awaitable) {
   }
 }
 
-// Suspends on a raceable awaitable without resuming it: await_in_race decides how it ends.
+// Suspends on an awaitable without resuming it: the caller ends the operation its own way (a race
+// branch, in await_in_race; a join whose winner's outcome is passed on, in any_of).
 template <class A>
-struct race_branch_awaiter {
+struct suspend_only {
   using coral_awaitable = void;
   A& awaitable;
   // (What the branch waits on is what the awaitable does.)
@@ -121,13 +156,18 @@ task<R> await_in_race(A argument) {
   const race_ticket ticket = static_cast<join_member<R>&>(segment).ticket();
   auto awaitable = race_awaitable(std::move(argument));
   awaitable.enter_race(ticket);
-  co_await race_branch_awaiter<decltype(awaitable)>{awaitable};
+  co_await suspend_only<decltype(awaitable)>{awaitable};
   if constexpr (std::is_void_v<R>) {
     if (ticket.lost() && awaitable.lost_race()) co_return;
     awaitable.await_resume();
   } else {
     if (ticket.lost() && awaitable.lost_race()) co_return no_result;
-    co_return awaitable.await_resume();
+    if constexpr (requires(task_result<R>& result) { awaitable.resume_into(result); }) {
+      // (A received value goes straight into the branch's result, lent or moved once.)
+      co_return result_writer{[&](task_result<R>& result) { awaitable.resume_into(result); }};
+    } else {
+      co_return awaitable.await_resume();
+    }
   }
 }
 

@@ -144,7 +144,9 @@ task<T> run_timed(Task operation, Limit limit) {
   if constexpr (std::is_void_v<T>) {
     timed.result().hand_over();  // rethrows the operation's exception, if any
   } else {
-    co_return timed.result().hand_over();
+    // Straight into this task's result: a received value on loan as it is (see loan), another
+    // value with one move.
+    co_return result_writer{[&](task_result<T>& result) { pass_on(timed.result(), result); }};
   }
 }
 
