@@ -661,9 +661,12 @@ BOOST_AUTO_TEST_CASE(a_receive_whose_move_throws_leaves_the_waiting_sender_queue
 
 namespace {
 // A value whose n-th move (construction or assignment) from now throws, wherever that move
-// happens: a test makes each move of a hand-over fail in turn, whatever their number.
+// happens: a test makes each move of a hand-over fail in turn, whatever their number. It counts
+// as a lifetime, and counts its moves. (Atomics: a value may be moved on any thread of the
+// executor under test, one move at a time.)
 struct brittle : lifetime {
-  static inline int moves_until_failure = 0;  // 0: no move fails
+  static inline std::atomic<int> moves_until_failure{0};  // 0: no move fails
+  static inline std::atomic<int> moves{0};
   int value = 0;
   brittle() = default;
   explicit brittle(int v) : value(v) {}
@@ -674,7 +677,8 @@ struct brittle : lifetime {
     return *this;
   }
   static void count_move() {
-    if (moves_until_failure > 0 && --moves_until_failure == 0) throw std::runtime_error("brittle: move failed");
+    ++moves;
+    if (moves_until_failure.load() > 0 && --moves_until_failure == 0) throw std::runtime_error("brittle: move failed");
   }
 };
 
@@ -794,6 +798,164 @@ BOOST_AUTO_TEST_CASE(a_value_whose_last_move_throws_goes_to_the_next_waiting_rec
   ctx.run();
   BOOST_CHECK_THROW(first.get_result(), std::runtime_error);
   if (second_received) BOOST_TEST(second.get_result() == 7);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+namespace {
+// Races a receive of the brittle 7 in `race(ch, limit)` (which returns the value received) on
+// `Place`, with the value sent before the race (it is ready when the race starts; `limit` is 10 ms)
+// or after (the race waits for it, and its branch has it; `limit` is an hour), and the n-th move of
+// the value on the receiving side failing, for every n up to 8: whether the race throws or not,
+// the value is delivered once, or it is still in the channel, where a plain receive gets it; and
+// no brittle is left, or made twice. A race in which no move fails moves the value `moves` times.
+template <class Place, class Race>
+void check_a_raced_receive_loses_nothing(const char* form, Race race, int moves) {
+  Place place;
+  auto ex = place.get_executor();
+  for (bool ready : {true, false}) {
+    for (int failing_move = 0; failing_move <= 8; ++failing_move) {
+      BOOST_TEST_CONTEXT(form << (ready ? ", value ready" : ", value sent while the race waits")
+                              << (failing_move ? ", move " + std::to_string(failing_move) + " fails"
+                                               : std::string(", no move fails"))) {
+        coral::channel<brittle> ch(1);
+        brittle sent(7);
+        if (ready) BOOST_TEST_REQUIRE(ch.try_send(sent));
+        // A send moves its value once (into the channel, or to the waiting receiver), before the
+        // receiving side does: that move never fails.
+        const int send_moves = ready ? 0 : 1;
+        brittle::moves = 0;
+        brittle::moves_until_failure = failing_move == 0 ? 0 : send_moves + failing_move;
+        coral::job<> sender;
+        std::atomic<bool> sent_later{false};
+        auto received = coral::spawn(ex, [&]() -> coral::task<int> {
+          if (!ready) {
+            // (After the race has started on a single-threaded executor, perhaps before on a pool:
+            // the race then finds the value ready.)
+            sender = coral::spawn(ex, [&]() -> coral::task<> {
+              co_await coral::yield();
+              sent_later = ch.try_send(sent);
+            });
+          }
+          co_return co_await race(ch, ready ? std::chrono::milliseconds(10) : std::chrono::hours(1));
+        });
+        std::vector<int> got;
+        try {
+          got.push_back(get_within(received));
+        } catch (...) {
+          BOOST_TEST(failing_move != 0);
+          BOOST_TEST(is_brittle_failure(std::current_exception()));
+        }
+        if (!ready) {
+          get_within(sender);
+          BOOST_TEST(sent_later);
+        }
+        const int moved = brittle::moves - send_moves;
+        brittle::moves_until_failure = 0;
+        if (failing_move == 0) BOOST_TEST(moved == moves);
+        BOOST_TEST(ch.size() + got.size() == 1u, "the value was lost, or received and left in the channel");
+        if (ch.size() == 1) {
+          auto receive = [&]() -> coral::task<int> {
+            brittle v = co_await ch.receive();
+            co_return v.value;
+          };
+          got.push_back(get_within(coral::spawn(ex, receive)));
+        }
+        BOOST_TEST(got == std::vector<int>{7}, boost::test_tools::per_element());
+        BOOST_TEST(lifetime::alive == 1);  // `sent`, moved from
+      }
+    }
+  }
+}
+}  // namespace
+
+// Invariant 7 inside a select: the value a raced receive got is the channel's until the receiving
+// task has it, however many results and tasks the race passes it through. So the receiving side
+// moves it once, and if that move throws, the value goes back to the channel, first in line.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_receive_whose_move_throws_leaves_the_value_in_the_channel, Place, every_place) {
+  check_a_raced_receive_loses_nothing<Place>(
+      "when_any(ch.receive(), d)",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto won = co_await coral::when_any(ch.receive(), d);
+        co_return std::get<0>(won).value;
+      },
+      1);
+  check_a_raced_receive_loses_nothing<Place>(
+      "ch.receive() || sleep_for(d)",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto won = co_await (ch.receive() || coral::sleep_for(d));
+        co_return std::get<0>(won).value;
+      },
+      1);
+  check_a_raced_receive_loses_nothing<Place>(
+      "with_timeout(d, ch.receive())",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto v = co_await coral::with_timeout(d, ch.receive());
+        co_return v.value;
+      },
+      1);
+  // And what is built of them.
+  check_a_raced_receive_loses_nothing<Place>(
+      "ch.next() || sleep_for(d)",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto won = co_await (ch.next() || coral::sleep_for(d));
+        co_return std::get<0>(won)->value;
+      },
+      1);
+  check_a_raced_receive_loses_nothing<Place>(
+      "(ch.receive() || sleep_for(d)) || sleep_for(d)",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto won = co_await ((ch.receive() || coral::sleep_for(d)) || coral::sleep_for(d));
+        co_return std::get<0>(won).value;
+      },
+      1);
+  check_a_raced_receive_loses_nothing<Place>(
+      "sleep_for(d) || (ch.receive() || sleep_for(d))",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto won = co_await (coral::sleep_for(d) || (ch.receive() || coral::sleep_for(d)));
+        co_return std::get<0>(std::get<1>(won)).value;
+      },
+      1);
+  check_a_raced_receive_loses_nothing<Place>(
+      "when_any(with_timeout(d, ch.receive()), d)",
+      [](coral::channel<brittle>& ch, std::chrono::milliseconds d) -> coral::task<int> {
+        auto won = co_await coral::when_any(coral::with_timeout(d, ch.receive()), d);
+        co_return std::get<0>(won).value;
+      },
+      1);
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+// A job's result is read in place (then(), get_result()): a raced receive's value is taken out of
+// the channel's box when the job's task ends, and if that move throws, the job fails with the
+// exception and the value is back in the channel.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_job_whose_raced_receive_cannot_take_its_value_leaves_it_in_the_channel, Place,
+                              every_place) {
+  {
+    Place place;
+    for (int failing_move : {0, 1}) {
+      BOOST_TEST_CONTEXT((failing_move ? "the value's first move fails" : "no move fails")) {
+        coral::channel<brittle> ch(1);
+        BOOST_TEST_REQUIRE(ch.try_send(brittle(7)));
+        brittle::moves_until_failure = failing_move;
+        auto job = coral::spawn(place.get_executor(), coral::with_timeout(std::chrono::hours(1), ch.receive()));
+        BOOST_TEST_REQUIRE(job.wait_for(patience));
+        brittle::moves_until_failure = 0;
+        if (failing_move) {
+          try {
+            job.get_result();
+            BOOST_ERROR("the job did not fail");
+          } catch (...) {
+            BOOST_TEST(is_brittle_failure(std::current_exception()));
+          }
+          BOOST_TEST(ch.size() == 1u);
+          BOOST_TEST(ch.try_receive()->value == 7);
+        } else {
+          BOOST_TEST(job.get_result().value == 7);
+          BOOST_TEST(ch.size() == 0u);
+        }
+      }
+    }
+  }
   BOOST_TEST(lifetime::alive == 0);
 }
 

@@ -86,12 +86,18 @@ inline constexpr conflated_t conflated{};
 //   exception leaves the handler's invocation as one the handler threw would (out of the
 //   executor's run()), and the value goes with it: the channel cannot tell that exception from
 //   one thrown by the handler's body, after which the value was the handler's.
-//   A raced receive (when_any, `||`, with_timeout) is the receiving task's once its branch has
-//   it: the join then moves it on (into the branch's result, the variant or the timed task's
-//   result, then into the awaiting task), as any task<T> moves its result. If one of those moves
-//   throws, the exception leaves the co_await and the value is destroyed. A T whose move
-//   constructor is noexcept is never affected; for another, receive directly, or race a
-//   receive of a std::unique_ptr<T>.
+//   A raced receive (when_any, `||`, with_timeout, and what is built of them) keeps that rule:
+//   its value stays in its box, the channel's, while the join passes it on (through the branch's
+//   result and the tasks that `||` and with_timeout are), and the receiving task's move of it
+//   into the result it gets (the variant, the value) is the one move; if it throws, the value
+//   goes back as above. (Moving on an unboxed value would be a move that could throw after the
+//   value had left the channel, and no move after that could safely put it back.) A job reads
+//   its result in place: it takes the value out of its box (the one move) when its task ends,
+//   and fails with the exception if that move throws; get_result() then moves the job's value as
+//   it moves any job's. The limit: when_all takes each value out of its box (its one move, which
+//   gives it back if it throws), then moves it into its tuple, and a throw there destroys it (a
+//   tuple is built whole or not at all: with several values, those already in it would be
+//   destroyed with it anyway).
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.

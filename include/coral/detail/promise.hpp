@@ -278,6 +278,16 @@ struct no_result_t {
 };
 inline constexpr no_result_t no_result{};
 
+// `co_return result_writer{f};` ends a task<T> with f(result) writing its outcome straight into the
+// storage of whoever awaits it: a join's branch or a task built on a join passes a loaned value on
+// (see loan) or moves a value once, instead of building a T to return. Only the joins use it.
+template <class F>
+struct result_writer {
+  F write;
+};
+template <class F>
+result_writer(F) -> result_writer<F>;
+
 template <class T>
 class task_promise : public promise_base {
  public:
@@ -293,6 +303,10 @@ class task_promise : public promise_base {
   requires std::convertible_to<U&&, T>
   void return_value(U&& value) { result_->set_value(std::forward<U>(value)); }
   void return_value(no_result_t) noexcept {}
+  template <class F>
+  void return_value(result_writer<F>&& writer) {
+    writer.write(*result_);
+  }
 
   // Where the outcome goes: storage of whoever awaits or spawned the task, which outlives the
   // frame. Set before the task starts.

@@ -105,7 +105,7 @@ class result_segment : public task_segment {
   struct child_segment_t {
     explicit child_segment_t() = default;
   };
-  result_segment(placement&& where, child_segment_t) : task_segment(std::move(where)) {}
+  result_segment(placement&& where, child_segment_t) : task_segment(std::move(where)), read_in_place_(false) {}
 
   // Whether the calling thread is inside the strand the task runs on (an inline or new-thread
   // executor's): the task cannot go on until the caller returns. (Kept from the start: the
@@ -251,6 +251,9 @@ class result_segment : public task_segment {
   static job_callback<T>* ended() noexcept { return reinterpret_cast<job_callback<T>*>(&ended_marker); }
 
   void end() noexcept {
+    // A job's callbacks and get_result() read the value in place: a loaned one (see loan) is taken
+    // here, on the task's executor. A child's parent takes it from its loan itself.
+    if (read_in_place_) result_.settle();
     mark_ended();
     leave_context();
     on_end();
@@ -316,6 +319,7 @@ class result_segment : public task_segment {
   std::atomic<bool> cancel_requested_{false};
   std::optional<any_strand> own_strand_;
   bool abandoned_ = false;
+  const bool read_in_place_ = true;  // a job's state (not a child's)
 };
 
 // A job whose task comes from a callable (typically a capturing lambda): the callable lives here,

@@ -8,6 +8,7 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/loan.hpp"
 #include "coral/detail/task_record.hpp"
 
 namespace coral::detail {
@@ -22,11 +23,15 @@ struct task_failure {
 #endif
 };
 
-// The outcome of a task: nothing yet, a value (T may be a reference or void), or an exception.
+// The outcome of a task: nothing yet, a value (T may be a reference or void), an exception, or, for
+// a T whose move may throw, a loan of the value (a raced receive's, which the joins pass on to
+// the receiving task without moving it: see loan).
 template <class T>
 class task_result {
   using stored = std::conditional_t<std::is_void_v<T>, std::monostate,
                                     std::conditional_t<std::is_reference_v<T>, std::add_pointer_t<T>, T>>;
+  struct no_loan {};
+  using lent = std::conditional_t<loanable_v<T>, loan<T>, no_loan>;
 
  public:
   template <class... U>
@@ -47,14 +52,33 @@ class task_result {
     }
   }
   void set_exception(std::exception_ptr e) noexcept { state_.template emplace<2>(std::move(e)); }
+  void set_loan(loan<T>&& l) noexcept
+    requires loanable_v<T>
+  {
+    assert(state_.index() == 0);
+    std::construct_at(&state_, std::in_place_index<3>, std::move(l));
+  }
 
-  bool has_value() const noexcept { return state_.index() == 1; }
+  bool has_value() const noexcept { return state_.index() == 1 || state_.index() == 3; }
   bool has_exception() const noexcept { return state_.index() == 2; }
+  bool has_loan() const noexcept { return state_.index() == 3; }
   const std::exception_ptr& exception() const noexcept { return std::get_if<2>(&state_)->exception; }
   std::exception_ptr& exception_ref() noexcept { return std::get_if<2>(&state_)->exception; }
 
-  // Moves the value out, or rethrows the exception.
+  // The loan, moved out: the result is empty again.
+  loan<T> take_loan() noexcept
+    requires loanable_v<T>
+  {
+    loan<T> l = std::move(*std::get_if<3>(&state_));
+    state_.template emplace<0>();
+    return l;
+  }
+
+  // Moves the value out, or rethrows the exception. A loan's value is taken with its one move.
   T take() {
+    if constexpr (loanable_v<T>) {
+      if (has_loan()) return take_loan().take_with([](auto&&... a) { return T(std::forward<decltype(a)>(a)...); });
+    }
     auto* value = std::get_if<1>(&state_);
     if (!value) [[unlikely]]
       rethrow_if_exception();
@@ -72,13 +96,43 @@ class task_result {
   // an exception shared by two threads' objects is reported when one of them frees it).
   // The exception's trace goes with it, to the coroutine the caller resumes (a tracked task's).
   T hand_over() {
-    if (auto* f = std::get_if<2>(&state_)) {
-#if CORAL_TASK_TRACKING
-      if (f->note) pass_on_failure_note(std::move(f->note));
-#endif
-      std::rethrow_exception(std::exchange(f->exception, nullptr));
-    }
+    if (has_exception()) hand_over_failure();
     return take();
+  }
+
+  // As hand_over(), but the value goes to make(args...), with the arguments that construct a T
+  // holding it (the value as an rvalue, or what loan::take_with passes), so that make can build
+  // whatever holds the value (a variant, a pair) with the value's one move. Returns what make does.
+  template <class Make>
+  decltype(auto) hand_over_with(Make make) {
+    if constexpr (loanable_v<T>) {
+      if (has_loan()) return take_loan().take_with(std::move(make));
+    }
+    if (state_.index() != 1) [[unlikely]]
+      hand_over_failure();
+    auto* value = std::get_if<1>(&state_);
+    if constexpr (std::is_void_v<T>) {
+      return make();
+    } else if constexpr (std::is_reference_v<T>) {
+      return make(static_cast<T>(**value));
+    } else {
+      return make(std::move(*value));
+    }
+  }
+
+  // Makes a loan an ordinary value, for a result that is read in place (a job's): the value's one
+  // move is made here. If it throws, the value goes back to its owner and the result is that
+  // exception.
+  void settle() noexcept {
+    if constexpr (loanable_v<T>) {
+      if (!has_loan()) return;
+      loan<T> l = take_loan();
+      try {
+        l.take_with([this](auto&&... a) { set_value(std::forward<decltype(a)>(a)...); });
+      } catch (...) {
+        set_exception(std::current_exception());
+      }
+    }
   }
 
   // Destroys what is left (a value nobody took, the moved-from remains of one that was taken, an
@@ -102,8 +156,10 @@ class task_result {
   static failure_note_ptr take_note() noexcept { return nullptr; }
 #endif
 
-  // An lvalue of the value (for callbacks that look at it without taking it).
+  // An lvalue of the value (for callbacks that look at it without taking it; a loan is settled
+  // first).
   decltype(auto) peek() {
+    assert(!has_loan());
     if constexpr (std::is_reference_v<T>) {
       return static_cast<T>(*std::get<1>(state_));
     } else {
@@ -117,7 +173,18 @@ class task_result {
   }
 
  private:
-  std::variant<std::monostate, stored, task_failure> state_;
+  // Rethrows the exception as hand_over() does, or says there is no result.
+  [[noreturn]] void hand_over_failure() {
+    if (auto* f = std::get_if<2>(&state_)) {
+#if CORAL_TASK_TRACKING
+      if (f->note) pass_on_failure_note(std::move(f->note));
+#endif
+      std::rethrow_exception(std::exchange(f->exception, nullptr));
+    }
+    throw std::logic_error("coral: the task has no result (it did not complete)");
+  }
+
+  std::variant<std::monostate, stored, task_failure, lent> state_;
 };
 
 }  // namespace coral::detail

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -17,11 +16,6 @@ template <class T>
 inline constexpr bool is_tuple_v = false;
 template <class... T>
 inline constexpr bool is_tuple_v<std::tuple<T...>> = true;
-
-template <class T>
-inline constexpr bool is_variant_v = false;
-template <class... T>
-inline constexpr bool is_variant_v<std::variant<T...>> = true;
 
 // An operand that makes an operator coral's: a coral task or awaitable (a duration alone does not).
 template <class A>
@@ -112,25 +106,26 @@ task<Result> all_of(L l, R r) {
   }
 }
 
-// The left operand's variant, as the first alternatives of the wider result.
-template <class Result, class V, std::size_t... I>
-Result widen(V&& v, std::index_sequence<I...>) {
-  std::optional<Result> out;
-  ((v.index() == I ? (void)out.emplace(std::in_place_index<I>, std::get<I>(std::move(v))) : void()), ...);
-  return std::move(*out);
-}
-
 template <class Result, class L, class R>
 task<Result> any_of(L l, R r) {
   using lv = operand_value_t<L>;
-  auto won = co_await when_any(race_operand(std::move(l)), race_operand(std::move(r)));
   constexpr std::size_t last = std::variant_size_v<Result> - 1;
-  if (won.index() == 1) co_return Result(std::in_place_index<last>, std::get<1>(std::move(won)));
-  if constexpr (is_variant_v<lv>) {
-    co_return widen<Result>(std::get<0>(std::move(won)), std::make_index_sequence<std::variant_size_v<lv>>{});
-  } else {
-    co_return Result(std::in_place_index<0>, std::get<0>(std::move(won)));
-  }
+  auto race = when_any(race_operand(std::move(l)), race_operand(std::move(r)));
+  co_await suspend_only<decltype(race)>{race};
+  // The winner's outcome goes straight into this task's result (not through when_any's variant): a
+  // received value on loan as it is (see loan), another value with one move. The left operand's
+  // variant gives the first alternatives of the wider result.
+  co_return result_writer{[&](task_result<Result>& result) {
+    race.outcome([&](auto won, auto& outcome) {
+      if constexpr (decltype(won)::value == 1) {
+        pass_on_within<Result, last>(outcome, result);
+      } else if constexpr (is_variant_v<lv>) {
+        pass_on_widened(outcome, result);
+      } else {
+        pass_on_within<Result, 0>(outcome, result);
+      }
+    });
+  }};
 }
 
 }  // namespace coral::detail

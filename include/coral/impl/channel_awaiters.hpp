@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "coral/detail/task_result.hpp"
 #include "coral/detail/task_waiter.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/channel_state.hpp"
@@ -115,6 +116,17 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
     return this->state_->hand_over(item, std::move(to_receiver));
   }
 
+  // The box of `item`, lent to the receiving task (see loan).
+  std::unique_ptr<loaned_base> lend(channel_item<T>& item) noexcept { return item.lend(this->state_); }
+
+  // For a T whose move may throw, a join passes a received value on boxed, as a loan, until the
+  // receiving task takes it by its one move (the value is the channel's until then: if that move
+  // throws, it goes back, as after a plain receive). Each move of T after the value left the box
+  // could throw and destroy the value with the exception, and a join moves a result several times
+  // (into the branch's result, the variant, the result of the task built on the join, out to the
+  // awaiting task); a T whose move cannot throw is moved on as usual.
+  static constexpr bool lends = loanable_v<T>;
+
  private:
   std::optional<channel_item<T>> received_;
 };
@@ -128,6 +140,26 @@ class channel_receive_awaiter : public channel_receive_base<T> {
     if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
     return this->hand_over(*item, [](T&& value) { return T(std::move(value)); });
   }
+
+  // For a select: as await_resume(), but make(value) builds what holds the value (the select's
+  // variant), with the value's one move.
+  template <class Make>
+  decltype(auto) resume_with(Make make) {
+    auto* item = this->take();
+    if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
+    return this->hand_over(*item, [&](T&& value) -> decltype(auto) { return make(std::move(value)); });
+  }
+
+  // For a join: the outcome into the branch's result, the value lent if it may be (see lends).
+  void resume_into(task_result<T>& result) {
+    if constexpr (channel_receive_base<T>::lends) {
+      auto* item = this->take();
+      if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
+      result.set_loan(loan<T>(this->lend(*item)));
+    } else {
+      resume_with([&](T&& value) { result.set_value(std::move(value)); });
+    }
+  }
 };
 
 template <class T>
@@ -138,6 +170,24 @@ class channel_next_awaiter : public channel_receive_base<T> {
     auto* item = this->take();
     if (!item) return std::nullopt;
     return this->hand_over(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
+  }
+
+  // As channel_receive_awaiter's: make gets the arguments that construct the std::optional<T>.
+  template <class Make>
+  decltype(auto) resume_with(Make make) {
+    auto* item = this->take();
+    if (!item) return make(std::nullopt);
+    return this->hand_over(*item, [&](T&& value) -> decltype(auto) { return make(std::in_place, std::move(value)); });
+  }
+
+  void resume_into(task_result<std::optional<T>>& result) {
+    if constexpr (channel_receive_base<T>::lends) {
+      auto* item = this->take();
+      if (!item) return result.set_value(std::nullopt);
+      result.set_loan(loan<std::optional<T>>::of_optional(this->lend(*item)));
+    } else {
+      resume_with([&](auto&&... a) { result.set_value(std::forward<decltype(a)>(a)...); });
+    }
   }
 };
 

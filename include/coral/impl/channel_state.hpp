@@ -12,43 +12,72 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/loan.hpp"
 #include "coral/detail/race.hpp"
 #include "coral/detail/task_waiter.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {
 
+// The box a T whose move may throw travels in (see channel_item). A raced receive lends it, box and
+// all, to the receiving task (see loan): `origin_` is then the channel it goes back to if the
+// receiving task's move of it throws. (Null while the box is the channel's: a buffered value holds
+// no reference to its channel.)
+template <class T>
+class channel_box final : public loaned<T> {
+ public:
+  explicit channel_box(T&& value) : loaned<T>(std::move(value)) {}
+  void lend(std::shared_ptr<channel_state<T>> origin) noexcept { origin_ = std::move(origin); }
+
+ private:
+  void return_to_owner(std::unique_ptr<loaned_base> self) override;
+
+  std::shared_ptr<channel_state<T>> origin_;
+};
+
 // A value on its way through a channel, from its send until its receiver has taken it. Moving an
 // item never throws: a T whose move may throw is held in a box of its own, and moving the item
 // moves the box. So the last move, out of the channel into the receiver, is the only move of T at
 // the hand-over, and when it throws the item can still go back into the channel
-// (channel_state::hand_over).
+// (channel_state::hand_over). A raced receive does not even make that move: it lends the box to
+// the receiving task, whose own move of the value is then the only one (see loan).
 template <class T>
 class channel_item {
   static constexpr bool boxed = !std::is_nothrow_move_constructible_v<T>;
 
  public:
   explicit channel_item(T&& value) : held_(hold(std::move(value))) {}
+  explicit channel_item(std::unique_ptr<channel_box<T>> box) noexcept
+    requires boxed
+      : held_(std::move(box)) {}
   channel_item(channel_item&&) noexcept = default;
 
   T& value() noexcept {
     if constexpr (boxed) {
-      return *held_;
+      return held_->value();
     } else {
       return held_;
     }
   }
 
+  // The box, lent by `origin` to the receiver (the item is empty afterwards).
+  std::unique_ptr<loaned_base> lend(std::shared_ptr<channel_state<T>> origin) noexcept
+    requires boxed
+  {
+    held_->lend(std::move(origin));
+    return std::move(held_);
+  }
+
  private:
   static auto hold(T&& value) {
     if constexpr (boxed) {
-      return std::make_unique<T>(std::move(value));
+      return std::make_unique<channel_box<T>>(std::move(value));
     } else {
       return T(std::move(value));
     }
   }
 
-  std::conditional_t<boxed, std::unique_ptr<T>, T> held_;
+  std::conditional_t<boxed, std::unique_ptr<channel_box<T>>, T> held_;
 };
 
 // A suspended channel operation, linked into the channel's FIFO of senders or receivers. It is
@@ -365,6 +394,8 @@ class channel_state {
     h.counterpart = &s;
   }
 
+  friend class channel_box<T>;
+
   // See hand_over.
   void give_back(channel_item<T>&& item) {
     handoff h(nullptr);
@@ -397,6 +428,12 @@ class channel_state {
   bool closed_ = false;
   std::exception_ptr cause_;
 };
+
+template <class T>
+void channel_box<T>::return_to_owner(std::unique_ptr<loaned_base> self) {
+  auto origin = std::move(origin_);
+  origin->give_back(channel_item<T>(std::unique_ptr<channel_box>(static_cast<channel_box*>(self.release()))));
+}
 
 // Cancels a waiting channel operation (see wait_cancellation).
 template <class T>

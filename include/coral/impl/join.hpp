@@ -46,6 +46,18 @@ user_value_t<T> hand_to_caller(task_result<T>& result) {
   }
 }
 
+// Hands a child's outcome over to `make` as the arguments that construct the join's value (with
+// task_result::hand_over_with's single move): none for a held permit, which becomes the task's.
+template <class T, class Make>
+decltype(auto) hand_over_to_join(task_result<T>& result, Make&& make) {
+  if constexpr (held_for_task<T>) {
+    result.hand_over().hand_to_task();
+    return make();
+  } else {
+    return result.hand_over_with(std::forward<Make>(make));
+  }
+}
+
 template <class T>
 join_value_t<T> take_join_value(task_result<T>& result) {
   if constexpr (std::is_void_v<user_value_t<T>>) {
@@ -54,6 +66,40 @@ join_value_t<T> take_join_value(task_result<T>& result) {
   } else {
     return result.hand_over();
   }
+}
+
+// Passes a join member's outcome on to the result of the task built on the join, where it is the
+// alternative I of the variant W: a loan as it is (see loan), a value with one move; an exception
+// is rethrown.
+template <class W, std::size_t I, class T>
+void pass_on_within(task_result<T>& from, task_result<W>& to) {
+  if constexpr (loanable_v<T>) {
+    if (from.has_loan()) return to.set_loan(from.take_loan().template within<W, I>());
+  }
+  hand_over_to_join(from, [&](auto&&... a) { to.set_value(std::in_place_index<I>, std::forward<decltype(a)>(a)...); });
+}
+
+// As pass_on_within, where it is the same type.
+template <class T>
+void pass_on(task_result<T>& from, task_result<T>& to) {
+  if constexpr (loanable_v<T>) {
+    if (from.has_loan()) return to.set_loan(from.take_loan());
+  }
+  from.hand_over_with([&](auto&&... a) { to.set_value(std::forward<decltype(a)>(a)...); });
+}
+
+// As pass_on_within, for a variant V whose alternatives are the first ones of the variant W.
+template <class W, class V>
+void pass_on_widened(task_result<V>& from, task_result<W>& to) {
+  if constexpr (loanable_v<V>) {
+    if (from.has_loan()) return to.set_loan(from.take_loan().template widened<W>());
+  }
+  if (!from.has_value()) from.hand_over();  // rethrows
+  V& v = from.peek();
+  with_index<std::variant_size_v<V>>(v.index(), [&](auto j) {
+    constexpr std::size_t J = decltype(j)::value;
+    to.set_value(std::in_place_index<J>, std::get<J>(std::move(v)));
+  });
 }
 
 // What awaiting `A` as a join's argument yields: a coral awaitable's await_resume() (or, for one
@@ -126,9 +172,10 @@ task<R> await_in_task(A awaitable) {
   }
 }
 
-// Suspends on a raceable awaitable without resuming it: await_in_race decides how it ends.
+// Suspends on an awaitable without resuming it: the caller ends the operation its own way (a race
+// branch, in await_in_race; a join whose winner's outcome is passed on, in any_of).
 template <class A>
-struct race_branch_awaiter {
+struct suspend_only {
   using coral_awaitable = void;
   A& awaitable;
   // (What the branch waits on is what the awaitable does.)
@@ -165,13 +212,18 @@ task<R> await_in_race(A argument) {
   const race_ticket ticket = static_cast<join_member<R>&>(segment).ticket();
   auto awaitable = race_awaitable(std::move(argument));
   awaitable.enter_race(ticket);
-  co_await race_branch_awaiter<decltype(awaitable)>{awaitable};
+  co_await suspend_only<decltype(awaitable)>{awaitable};
   if constexpr (std::is_void_v<R>) {
     if (ticket.lost() && awaitable.lost_race()) co_return;
     awaitable.await_resume();
   } else {
     if (ticket.lost() && awaitable.lost_race()) co_return no_result;
-    co_return join_resume(awaitable);
+    if constexpr (requires(task_result<R>& result) { awaitable.resume_into(result); }) {
+      // (A received value goes straight into the branch's result, lent or moved once.)
+      co_return result_writer{[&](task_result<R>& result) { awaitable.resume_into(result); }};
+    } else {
+      co_return join_resume(awaitable);
+    }
   }
 }
 

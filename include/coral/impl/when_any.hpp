@@ -32,19 +32,23 @@ class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, T
  public:
   using base::base;
 
+  // The winner's value goes straight from its member's result into the variant, with one move (a
+  // received value on loan: its one move; see loan).
   result_type await_resume() {
-    const auto winner = static_cast<std::size_t>(this->decisive());
-    return resume(winner, std::index_sequence_for<Tasks...>{});
+    return outcome([](auto won, auto& result) -> result_type {
+      return hand_over_to_join(result, [](auto&&... a) {
+        return result_type(std::in_place_index<decltype(won)::value>, std::forward<decltype(a)>(a)...);
+      });
+    });
   }
 
- private:
-  template <std::size_t... I>
-  result_type resume(std::size_t winner, std::index_sequence<I...> indices) {
-    this->rethrow_if_failed(winner, indices);
-    std::optional<result_type> r;
-    ((I == winner ? (void)r.emplace(std::in_place_index<I>, take_join_value(this->template result<I>())) : void()),
-     ...);
-    return std::move(*r);
+  // Instead of await_resume(): f(std::integral_constant<std::size_t, I>{}, result) for the winner I
+  // and its member's result (for a task built on the join, which passes it on: any_of).
+  template <class F>
+  decltype(auto) outcome(F f) {
+    const auto winner = static_cast<std::size_t>(this->decisive());
+    return with_index<sizeof...(Tasks)>(
+        winner, [&](auto won) -> decltype(auto) { return f(won, this->template result<decltype(won)::value>()); });
   }
 };
 
@@ -56,8 +60,12 @@ class when_any_vector_awaiter final : public vector_join_awaiter<join_kind::firs
   explicit when_any_vector_awaiter(std::vector<Task> tasks) : base(check(std::move(tasks))) {}
 
   std::pair<std::size_t, join_value_t<typename Task::value_type>> await_resume() {
+    using result_type = std::pair<std::size_t, join_value_t<typename Task::value_type>>;
     const auto winner = static_cast<std::size_t>(this->decisive());
-    return {winner, take_join_value(this->result(winner))};
+    return hand_over_to_join(this->result(winner), [&](auto&&... a) {
+      return result_type(std::piecewise_construct, std::forward_as_tuple(winner),
+                         std::forward_as_tuple(std::forward<decltype(a)>(a)...));
+    });
   }
 
  private:
@@ -86,6 +94,18 @@ template <class A>
 concept pollable = requires(A& a, task_segment& waker) {
   { a.poll(waker) } -> std::same_as<bool>;
 };
+
+// An operation whose await_resume() value a builder can take instead, with the value's one move:
+// `resume_with(make)` returns make(args...), with the arguments that construct that value (a
+// channel receive: a select builds its variant around the value received).
+struct any_builder {
+  template <class... Args>
+  int operator()(Args&&...) const {
+    return 0;
+  }
+};
+template <class A>
+concept builds_its_result = requires(std::remove_cvref_t<A>& a, any_builder make) { a.resume_with(make); };
 
 // when_any with such operations among its arguments. As Go's select, it first attempts them
 // in a random order (a uniform permutation per call): one that can happen at once wins without
@@ -116,14 +136,47 @@ class select_awaiter {
   bool await_suspend(std::coroutine_handle<Promise> parent) {
     task_segment& segment = parent.promise().segment();
     segment.throw_if_cancelled();
-    if (poll(segment, std::index_sequence_for<A...>{})) return false;
+    if (poll(segment)) return false;
     start_join(std::index_sequence_for<A...>{});
     return join_->await_suspend(parent);
   }
 
   result_type await_resume() {
     if (join_) return join_->await_resume();
-    return resume_polled(std::index_sequence_for<A...>{});
+    return with_index<pollable_positions.size()>(polled_, [&](auto k) -> result_type {
+      constexpr std::size_t I = pollable_positions[decltype(k)::value];
+      auto& argument = std::get<I>(arguments_);
+      if constexpr (builds_its_result<decltype(argument)>) {
+        // (A received value goes straight into the variant, with its one move.)
+        return argument.resume_with(
+            [](auto&&... a) { return result_type(std::in_place_index<I>, std::forward<decltype(a)>(a)...); });
+      } else if constexpr (std::is_void_v<decltype(argument.await_resume())>) {
+        argument.await_resume();
+        return result_type(std::in_place_index<I>);
+      } else {
+        return result_type(std::in_place_index<I>, argument.await_resume());
+      }
+    });
+  }
+
+  // As when_any_awaiter::outcome. An operation that completed at once makes its result here.
+  template <class F>
+  decltype(auto) outcome(F f) {
+    if (join_) return join_->outcome(f);
+    return with_index<pollable_positions.size()>(polled_, [&](auto k) -> decltype(auto) {
+      constexpr std::size_t I = pollable_positions[decltype(k)::value];
+      auto& argument = std::get<I>(arguments_);
+      task_result<typename join_task_t<std::tuple_element_t<I, std::tuple<A...>>>::value_type> result;
+      if constexpr (requires { argument.resume_into(result); }) {
+        argument.resume_into(result);  // a received value: lent, or moved once
+      } else if constexpr (std::is_void_v<decltype(join_resume(argument))>) {
+        argument.await_resume();
+        result.set_value();
+      } else {
+        result.set_value(join_resume(argument));  // (a std-style lock: the permit it holds)
+      }
+      return f(std::integral_constant<std::size_t, I>{}, result);
+    });
   }
 
  private:
@@ -147,26 +200,18 @@ class select_awaiter {
     return positions;
   }();
 
-  template <std::size_t... I>
-  bool poll(task_segment& segment, std::index_sequence<I...>) {
-    auto order = pollable_positions;  // shuffled (Fisher-Yates)
+  bool poll(task_segment& segment) {
+    std::array<std::size_t, pollable_positions.size()> order;  // of pollable_positions, shuffled (Fisher-Yates)
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[select_random_below(k)]);
-    for (const std::size_t i : order) {
-      if (((I == i && poll_one<I>(segment)) || ...)) {
-        polled_ = i;
+    for (const std::size_t k : order) {
+      if (with_index<pollable_positions.size()>(
+              k, [&](auto p) { return std::get<pollable_positions[decltype(p)::value]>(arguments_).poll(segment); })) {
+        polled_ = k;
         return true;
       }
     }
     return false;
-  }
-
-  template <std::size_t I>
-  bool poll_one(task_segment& segment) {
-    if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
-      return std::get<I>(arguments_).poll(segment);
-    } else {
-      return false;
-    }
   }
 
   template <std::size_t... I>
@@ -174,28 +219,8 @@ class select_awaiter {
     join_.emplace(as_join_task(std::move(std::get<I>(arguments_)))...);
   }
 
-  template <std::size_t... I>
-  result_type resume_polled(std::index_sequence<I...>) {
-    std::optional<result_type> r;
-    ((I == polled_ ? resume_polled_one<I>(r) : void()), ...);
-    return std::move(*r);
-  }
-
-  template <std::size_t I>
-  void resume_polled_one(std::optional<result_type>& r) {
-    if constexpr (pollable<std::tuple_element_t<I, std::tuple<A...>>>) {
-      auto& argument = std::get<I>(arguments_);
-      if constexpr (std::is_void_v<decltype(argument.await_resume())>) {
-        argument.await_resume();
-        r.emplace(std::in_place_index<I>);
-      } else {
-        r.emplace(std::in_place_index<I>, argument.await_resume());
-      }
-    }
-  }
-
   std::tuple<A...> arguments_;
-  std::size_t polled_ = 0;
+  std::size_t polled_ = 0;  // the operation that completed at once, as an index of pollable_positions
   std::optional<join_type> join_;
 };
 

@@ -153,7 +153,9 @@ task<T> run_timed(Task operation, Limit limit) {
   if constexpr (std::is_void_v<T>) {
     hand_to_caller(timed.result());
   } else {
-    co_return hand_to_caller(timed.result());
+    // Straight into this task's result: a received value on loan as it is (see loan), another
+    // value with one move.
+    co_return result_writer{[&](task_result<T>& result) { pass_on(timed.result(), result); }};
   }
 }
 
