@@ -196,6 +196,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
     seen.push_back(!m.try_lock() && s.available() == 0 ? "both held" : "not both");
     m.unlock();
     s.release();
+    co_await coral::when_any(coral::with_timeout(1s, m.lock()), never.wait());
+    seen.push_back(!m.try_lock() ? "won inside, held" : "not held");
+    m.unlock();
     auto [a, b] = co_await coral::when_all(m.lock(), s.acquire());
     static_assert(std::is_same_v<decltype(a), std::monostate> && std::is_same_v<decltype(b), std::monostate>);
     seen.push_back(!m.try_lock() && s.available() == 0 ? "both held" : "not both");
@@ -204,7 +207,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
     co_return seen;
   });
   BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired",
-                                                                   "slept", "both held", "both held"}),
+                                                                   "slept", "both held", "won inside, held",
+                                                                   "both held"}),
              boost::test_tools::per_element());
   BOOST_TEST(m.try_lock());
   BOOST_TEST(s.available() == 1u);
@@ -236,10 +240,15 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_that_drops_a_std_style_lock_or_permit_gives
       } catch (const std::runtime_error&) {
         ++failures;
       }
+      try {  // (a join inside a join: the inner one hands its lock to the outer one)
+        co_await coral::when_all(coral::with_timeout(1s, m.lock()), fails());
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
     }
     co_return failures;
   });
-  BOOST_TEST(get_within(std::move(j)) == 60);
+  BOOST_TEST(get_within(std::move(j)) == 80);
   BOOST_TEST(m.try_lock());
   BOOST_TEST(s.available() == 1u);
 }

@@ -123,6 +123,36 @@ BOOST_AUTO_TEST_CASE(with_a_completion_handler) {
   check_every_allocation("spawn, detached", [](asio::io_context& ctx) { coral::spawn(ctx, parent(), asio::detached); });
 }
 
+BOOST_AUTO_TEST_CASE(onto_a_thread_pool) {
+  // (Only the spawning thread's allocations fail: the task is started through a strand of the pool.)
+  quiet_unobserved quiet;
+  asio::thread_pool pool(2);
+  for (int how = 0; how < 3; ++how) {
+    for (long k = 0;; ++k) {
+      lifetime::alive = 0;
+      fail_allocation_at(k);
+      try {
+        if (how == 0) {
+          auto j = coral::spawn(pool, parent());
+          stop_failing_allocations();
+          j.wait();
+        } else if (how == 1) {
+          coral::spawn(pool, parent(), [l = lifetime()](std::exception_ptr, int) {});
+        } else {
+          coral::spawn(pool, parent(), asio::detached);
+        }
+      } catch (const std::bad_alloc&) {
+      }
+      stop_failing_allocations();
+      const bool failed = allocation_failed();
+      for (int i = 0; i < 2000 && lifetime::alive != 0; ++i) thread_of(pool.get_executor());  // (a round trip)
+      BOOST_TEST(lifetime::alive == 0, "spawn onto a thread_pool (" << how << "), allocation " << k);
+      if (!failed) break;
+    }
+  }
+  pool.join();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(joins_with_an_allocation_failing)
@@ -159,6 +189,18 @@ BOOST_AUTO_TEST_CASE(task_group) {
       g.spawn(parent());
       g.spawn(leaf(1));
       g.spawn([l = lifetime()]() -> coral::task<> { co_await coral::sleep_for(1ms); });
+      co_await g.join();
+    });
+  });
+  // A child that fails makes the group cancel the others (whose sleeps end anyway).
+  check_every_allocation("task_group, a child fails", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<> {
+      coral::task_group g(co_await coral::this_task::executor);
+      for (int i = 0; i < 3; ++i) g.spawn(sleeper(i));
+      g.spawn([]() -> coral::task<> {
+        co_await coral::yield();
+        throw std::runtime_error("failed");
+      });
       co_await g.join();
     });
   });

@@ -155,11 +155,11 @@ class child_segment_awaiter : public external_wait {
     }
   }
 
-  T finish() {
+  user_value_t<T> finish() {
     parent_segment_->set_external_wait(nullptr);
     if (forward_) parent_segment_->slot().clear();
     state_->mark_observed();
-    return state_->result().hand_over();
+    return hand_to_caller(state_->result());
   }
 
   // The parent's context is shutting down: cancel the child (serialised unless it is local, and

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
@@ -20,6 +21,7 @@ struct group_link {
   task_segment* segment = nullptr;
   group_link* prev = nullptr;
   group_link* next = nullptr;
+  bool cancel_sent = false;  // (a child is cancelled once: cancellation is level-triggered)
 };
 
 // The state shared by a task_group and its children: the children still running, the first
@@ -40,6 +42,7 @@ class group_state : public ref_counted<group_state> {
       children_ = &link;
       ++running_;
       cancel_now = cancelled_;
+      link.cancel_sent = cancel_now;
     }
     link.segment->add_ref();
     if (cancel_now) link.segment->cancel();
@@ -144,15 +147,34 @@ class group_state : public ref_counted<group_state> {
     // A failure nobody joined to see is reported, not lost.
     if (failure_) report_unobserved_exception(failure_, failure_note_.get());
   }
-  void destroy_self() noexcept { delete this; }
+  void destroy_self() noexcept {
+    delete this;
+  }
 
+  // Cancels the children in batches of a fixed size, each taken under the lock and cancelled
+  // after it: nothing here allocates, so a group can always be cancelled. (A child whose
+  // cancellation cannot be posted, for want of memory, is still marked cancelled: it fails at its
+  // next suspension.)
   void cancel_children() noexcept {
-    std::vector<segment_ref> running;
-    {
-      std::lock_guard lock(mutex_);
-      for (auto* l = children_; l; l = l->next) running.emplace_back(l->segment);
+    for (;;) {
+      std::array<segment_ref, 16> batch;
+      std::size_t n = 0;
+      {
+        std::lock_guard lock(mutex_);
+        for (auto* l = children_; l && n < batch.size(); l = l->next) {
+          if (l->cancel_sent) continue;
+          l->cancel_sent = true;
+          batch[n++] = segment_ref(l->segment);
+        }
+      }
+      if (n == 0) return;
+      for (std::size_t i = 0; i < n; ++i) {
+        try {
+          batch[i]->cancel();
+        } catch (...) {
+        }
+      }
     }
-    for (auto& child : running) child->cancel();
   }
 
   mutable std::mutex mutex_;

@@ -119,7 +119,18 @@ class result_segment : public task_segment {
     frame_.promise().set_result_storage(result_);
   }
   // Starts the attached frame through the executor (never inline: spawn() runs no task code).
-  void start() { asio::post(executor(), resume_handler{frame_, keep_alive(this)}); }
+  // A keep-alive is held across the post: if the post fails (an allocation), the handler goes, and
+  // its keep-alive with it, without ending the chain; the frame stays attached for discard().
+  void start() {
+    this->add_keep_alive();
+    try {
+      asio::post(executor(), resume_handler{frame_, keep_alive(this)});
+    } catch (...) {
+      this->forget_unstarted_keep_alive();
+      throw;
+    }
+    this->release_keep_alive();
+  }
   // Starts the attached frame here (the caller runs on the executor).
   // (Not a new turn of the executor: the caller's turn goes on.)
   void start_here() {

@@ -50,7 +50,7 @@ class task_awaiter {
     return false;
   }
 
-  T await_resume() { return result_.hand_over(); }
+  user_value_t<T> await_resume() { return hand_to_caller(result_); }
 
  protected:
   handle_type child_;
@@ -82,7 +82,7 @@ class task_on_awaiter {
     return true;
   }
 
-  T await_resume() { return on_segment_ ? segment_.finish() : inline_.await_resume(); }
+  user_value_t<T> await_resume() { return on_segment_ ? segment_.finish() : inline_.await_resume(); }
 
  private:
   struct inline_part : task_awaiter<T> {

@@ -26,6 +26,19 @@ struct task_failure {
 // The outcome of a task: nothing yet, a value (T may be a reference or void), an exception, or, for
 // a T whose move may throw, a loan of the value (a raced receive's, which the joins pass on to
 // the receiving task without moving it: see loan).
+// A branch's result that owns something the branch took for the task (a std-style lock or
+// acquire's permit) until the join hands it over (hand_to_task()); a join that drops it gives it up.
+template <class T>
+concept held_for_task = std::is_object_v<T> && requires(T& held) {
+  typename T::coral_held_for_task;
+  held.hand_to_task();
+};
+
+// What the awaiting task gets for such a result: nothing, as awaiting the lock or acquire itself
+// yields nothing.
+template <class T>
+using user_value_t = std::conditional_t<held_for_task<T>, void, T>;
+
 template <class T>
 class task_result {
   using stored = std::conditional_t<std::is_void_v<T>, std::monostate,
@@ -52,9 +65,7 @@ class task_result {
     }
   }
   void set_exception(std::exception_ptr e) noexcept { state_.template emplace<2>(std::move(e)); }
-  void set_loan(loan<T>&& l) noexcept
-    requires loanable_v<T>
-  {
+  void set_loan(loan<T>&& l) noexcept requires loanable_v<T> {
     assert(state_.index() == 0);
     std::construct_at(&state_, std::in_place_index<3>, std::move(l));
   }
@@ -66,9 +77,7 @@ class task_result {
   std::exception_ptr& exception_ref() noexcept { return std::get_if<2>(&state_)->exception; }
 
   // The loan, moved out: the result is empty again.
-  loan<T> take_loan() noexcept
-    requires loanable_v<T>
-  {
+  loan<T> take_loan() noexcept requires loanable_v<T> {
     loan<T> l = std::move(*std::get_if<3>(&state_));
     state_.template emplace<0>();
     return l;
@@ -142,7 +151,9 @@ class task_result {
   // The trace of the exception, when a tracked task's coroutine left it here (else null).
   // (After set_exception().)
 #if CORAL_TASK_TRACKING
-  void set_failure_note(failure_note_ptr note) noexcept { std::get_if<2>(&state_)->note = std::move(note); }
+  void set_failure_note(failure_note_ptr note) noexcept {
+    std::get_if<2>(&state_)->note = std::move(note);
+  }
   const failure_note* note() const noexcept {
     const auto* f = std::get_if<2>(&state_);
     return f ? f->note.get() : nullptr;
@@ -152,8 +163,12 @@ class task_result {
     return f ? std::move(f->note) : nullptr;
   }
 #else
-  static constexpr const failure_note* note() noexcept { return nullptr; }
-  static failure_note_ptr take_note() noexcept { return nullptr; }
+  static constexpr const failure_note* note() noexcept {
+    return nullptr;
+  }
+  static failure_note_ptr take_note() noexcept {
+    return nullptr;
+  }
 #endif
 
   // An lvalue of the value (for callbacks that look at it without taking it; a loan is settled
@@ -186,5 +201,16 @@ class task_result {
 
   std::variant<std::monostate, stored, task_failure, lent> state_;
 };
+
+// Hands a result over to the task awaiting it (rethrowing its exception): a held permit becomes
+// the task's.
+template <class T>
+user_value_t<T> hand_to_caller(task_result<T>& result) {
+  if constexpr (held_for_task<T>) {
+    result.hand_over().hand_to_task();
+  } else {
+    return result.hand_over();
+  }
+}
 
 }  // namespace coral::detail

@@ -141,6 +141,13 @@ class task_segment : public gate_member {
   // Called from the final suspension of the segment's outermost coroutine, on its executor.
   virtual void complete() noexcept = 0;
 
+ protected:
+  // Drops a keep-alive reference taken before the segment ever ran, without ending the chain: its
+  // start failed, and the frame stays attached for whoever ends it unstarted.
+  void forget_unstarted_keep_alive() noexcept { keep_alive_.fetch_sub(1, std::memory_order_relaxed); }
+
+ public:
+
   // The segment's record for coral::dump_tasks, if tracking was on when it was made (null
   // otherwise). Made by its creator, before it starts: `parent`, the segment awaiting it (a
   // child's, a join branch's), or null for a spawned task, spawned at `where`.

@@ -18,33 +18,9 @@
 
 namespace coral::detail {
 
-// A branch's result that owns something the branch took for the task (a std-style lock or
-// acquire's permit) until the join hands it over (hand_to_task()); a join that drops it gives it up.
-template <class T>
-concept held_for_task = std::is_object_v<T> && requires(T& held) {
-  typename T::coral_held_for_task;
-  held.hand_to_task();
-};
-
-// What a join's caller gets for a child's result: nothing for one held for the task, as awaiting
-// the lock or acquire itself yields nothing.
-template <class T>
-using user_value_t = std::conditional_t<held_for_task<T>, void, T>;
-
 // What a join hands back for a child's result: `void` becomes std::monostate.
 template <class T>
 using join_value_t = std::conditional_t<std::is_void_v<user_value_t<T>>, std::monostate, T>;
-
-// Hands a child's result over to the join's caller (rethrowing its exception): a held permit
-// becomes the task's.
-template <class T>
-user_value_t<T> hand_to_caller(task_result<T>& result) {
-  if constexpr (held_for_task<T>) {
-    result.hand_over().hand_to_task();
-  } else {
-    return result.hand_over();
-  }
-}
 
 // Hands a child's outcome over to `make` as the arguments that construct the join's value (with
 // task_result::hand_over_with's single move): none for a held permit, which becomes the task's.
