@@ -387,7 +387,9 @@ auto async_wait_for_cancellation(Token&& token) {
         if (!slot.is_connected()) return;
         slot.assign([h = std::move(handler)](asio::cancellation_type) mutable {
           auto ex = asio::get_associated_executor(h);
-          asio::post(ex, [h = std::move(h)]() mutable { std::move(h)(asio::error::operation_aborted); });
+          asio::post(ex, [h = std::move(h)]() mutable {
+            std::move(h)(boost::system::error_code(asio::error::operation_aborted));
+          });
         });
       },
       token);

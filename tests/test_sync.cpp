@@ -862,3 +862,115 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_lock_acquire_or_wait_that_loses_takes_noth
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(latch)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(the_last_arrival_wakes_every_waiter_and_none_goes_on_before_it, Place, every_place) {
+  Place place;
+  constexpr int tasks = 6;
+  coral::latch all_arrived(tasks);
+  std::atomic<int> arrived{0}, early{0};
+  std::vector<coral::job<>> jobs;
+  for (int t = 0; t < tasks; ++t) {
+    jobs.push_back(coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+      ++arrived;
+      co_await all_arrived.arrive_and_wait();
+      if (arrived.load() != tasks) ++early;
+      co_await all_arrived.wait();  // at zero: completes at once
+    }));
+  }
+  for (auto& j : jobs) get_within(j);
+  BOOST_TEST(early.load() == 0);
+  BOOST_TEST(all_arrived.try_wait());
+  BOOST_CHECK_THROW(all_arrived.count_down(), std::logic_error);  // below zero: nothing changes
+  BOOST_TEST(all_arrived.try_wait());
+}
+
+BOOST_AUTO_TEST_CASE(waiters_are_woken_in_order_on_their_own_executor_never_inside_count_down) {
+  asio::io_context ctx(1);
+  coral::latch l(2);
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i) {
+    coral::spawn(ctx, [&, i]() -> coral::task<> {
+      co_await l.wait();
+      order.push_back(i);
+    });
+  }
+  ctx.poll();
+  BOOST_CHECK_THROW(l.count_down(3), std::logic_error);
+  l.count_down();
+  BOOST_TEST(!l.try_wait());
+  ctx.poll();
+  BOOST_TEST(order.empty());
+  l.count_down();
+  BOOST_TEST(order.empty());  // posted, not resumed inside count_down()
+  ctx.run();
+  BOOST_TEST(order == (std::vector<int>{0, 1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_latch_wait_is_cancellable_raceable_and_timed, Place, every_place) {
+  Place place;
+  coral::latch never(1);
+  coral::latch open(0);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    try {
+      co_await coral::with_timeout(2ms, never.wait());
+    } catch (const coral::timeout_error&) {
+      seen.push_back("timeout");
+    }
+    auto r = co_await coral::when_any(never.wait(), open.wait());
+    seen.push_back(r.index() == 1 ? "open won" : "never won");
+    auto o = co_await (never.wait() || 1ms);
+    seen.push_back(o.index() == 1 ? "slept" : "woke");
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"timeout", "open won", "slept"}),
+             boost::test_tools::per_element());
+  auto started = std::make_shared<std::promise<void>>();
+  auto waiting = coral::spawn(place.get_executor(), [&never, started]() -> coral::task<> {
+    started->set_value();
+    co_await never.wait();
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  waiting.cancel();
+  BOOST_TEST((failure_of(std::move(waiting)) == asio::error::operation_aborted));
+  never.count_down();  // nobody left waiting: harmless
+  BOOST_TEST(never.try_wait());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_its_waiting_tasks_and_a_later_count_down_is_harmless) {
+  coral::latch l(1);
+  std::atomic<int> alive{0};
+  struct counted {
+    std::atomic<int>& n;
+    explicit counted(std::atomic<int>& c) : n(c) { ++n; }
+    ~counted() { --n; }
+  };
+  {
+    asio::io_context ctx(1);
+    for (int i = 0; i < 3; ++i) {
+      coral::spawn(ctx, [&l, &alive]() -> coral::task<> {
+        counted c(alive);
+        co_await l.wait();
+      });
+    }
+    ctx.poll();
+    BOOST_TEST(alive == 3);
+  }
+  BOOST_TEST(alive == 0);
+  l.count_down();
+  BOOST_TEST(l.try_wait());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_latch_fails_its_waiters_with_operation_aborted) {
+  asio::io_context ctx(1);
+  auto l = std::make_unique<coral::latch>(1);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<> { co_await l->wait(); });
+  ctx.poll();
+  l.reset();
+  ctx.run();
+  BOOST_TEST((failure_of(std::move(j)) == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

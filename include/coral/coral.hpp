@@ -15,6 +15,7 @@
 #include "coral/generator.hpp"
 #include "coral/inline_executor.hpp"
 #include "coral/job.hpp"
+#include "coral/latch.hpp"
 #include "coral/loop_executor.hpp"
 #include "coral/new_thread_executor.hpp"
 #include "coral/non_cancellable.hpp"

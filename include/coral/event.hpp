@@ -40,7 +40,7 @@ class event {
   event& operator=(const event&) = delete;
 
   // co_await e.wait(): returns once the event is set.
-  [[nodiscard]] detail::event_awaiter wait() { return detail::event_awaiter(state_); }
+  [[nodiscard]] detail::event_awaiter wait() { return detail::event_awaiter(state_, "coral::event: wait"); }
 
   // Sets the event; every waiting task is posted to its executor.
   void set() { state_->set(); }

@@ -159,30 +159,41 @@ class scoped_permit_wait : public permit_awaiter {
   Owner* owner_;
 };
 
-// co_await event.wait() by a coral task.
-class event_awaiter : public task_waiter<event_state, queued_waiter> {
+// co_await event.wait() / latch.wait() by a coral task: waits until the State is set (an event
+// set, a latch at zero); takes nothing.
+template <class State, wait_kind Kind>
+class flag_awaiter : public task_waiter<State, queued_waiter> {
  public:
-  using task_waiter::task_waiter;
-  static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::event_wait; }
+  flag_awaiter(std::shared_ptr<State> state, const char* what) noexcept
+      : task_waiter<State, queued_waiter>(std::move(state)), what_(what) {}
+  flag_awaiter(flag_awaiter&& other) noexcept
+      : task_waiter<State, queued_waiter>(std::move(other)), what_(other.what_) {}
+  static constexpr wait_kind coral_wait_kind() noexcept { return Kind; }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> coroutine) {
-    return this->suspend_on(coroutine, [this](event_state& s, task_segment*) { return s.wait(*this); });
+    return this->suspend_on(coroutine, [this](State& s, task_segment*) { return s.wait(*this); });
   }
 
-  // A select's first pass: done if the event is set.
+  // A select's first pass: done if the flag is set.
   bool poll(task_segment& waker) {
-    return this->poll_with(waker, [](event_state& s, task_segment*) { return s.is_set(); });
+    return this->poll_with(waker, [](State& s, task_segment*) { return s.is_set(); });
   }
 
   void await_resume() {
     this->finish();
-    throw_if_failed(this->error, "coral::event: wait");
+    throw_if_failed(this->error, what_);
   }
 
   // For a branch of a race, instead of await_resume(): true, with the wait finished, if the wait
   // did not happen (operation_aborted: it lost, or was cancelled).
   bool lost_race() noexcept { return this->finish_if_aborted(); }
+
+ private:
+  const char* what_;
 };
+
+using event_awaiter = flag_awaiter<event_state, wait_kind::event_wait>;
+using latch_awaiter = flag_awaiter<latch_state, wait_kind::latch_wait>;
 
 }  // namespace coral::detail

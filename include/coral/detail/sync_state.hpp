@@ -180,4 +180,47 @@ class event_state : public sync_state {
   bool set_ = false;
 };
 
+// A count that only goes down, and the tasks waiting for it to reach zero: the state of a latch.
+class latch_state : public sync_state {
+ public:
+  explicit latch_state(std::size_t count) noexcept : count_(count) {}
+
+  // Completes at once (true) if the count is zero, else queues `w` (false) until it is. True with
+  // w.error set to operation_aborted: `w`'s race was already won by another branch.
+  bool wait(queued_waiter& w) {
+    std::lock_guard lock(mutex_);
+    if (count_ == 0) {
+      if (!w.ticket.claim()) w.error = asio::error::operation_aborted;
+      return true;
+    }
+    waiters_.push_back(w);
+    return false;
+  }
+
+  // Lowers the count by `n`; at zero, wakes every waiter, in order, with no lock held. More than
+  // is left throws std::logic_error and changes nothing.
+  void count_down(std::size_t n) {
+    queued_waiter *waiters = nullptr, *losers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (n > count_) throw std::logic_error("coral::latch: count_down() below zero");
+      count_ -= n;
+      if (count_ != 0 || n == 0) return;
+      std::size_t all = static_cast<std::size_t>(-1);
+      waiters = take_winners(all, nullptr, losers);
+    }
+    wake_taken(waiters, losers, nullptr);
+  }
+
+  bool is_set() const {
+    std::lock_guard lock(mutex_);
+    return count_ == 0;
+  }
+
+ private:
+  // Invariant: while it is zero, no task waits (the last count_down() wakes them all; wait()
+  // does not queue), but those whose context is shutting down, which the shutdown takes out.
+  std::size_t count_;
+};
+
 }  // namespace coral::detail

@@ -90,6 +90,7 @@ enum class wait_kind : std::uint8_t {
   mutex_lock,       // (detail: the mutex's address)
   semaphore_acquire,
   event_wait,
+  latch_wait,       // (detail: the latch's address)
   future,           // as_awaiter(std::future)
   awaiter,          // an awaiter<R>
   async_generator,  // the next value of an async_generator
