@@ -152,15 +152,25 @@ BOOST_AUTO_TEST_CASE(unlock_of_a_mutex_nobody_holds_throws_and_makes_no_second_h
   BOOST_TEST(m.try_lock());
   BOOST_TEST(!m.try_lock());
   m.unlock();
-  // A guard whose lock was also unlocked by hand finds the mutex free when it goes: it neither
-  // throws from its destructor nor makes a second holder.
+  // A guard whose lock was also unlocked by hand gives nothing back when it goes: it neither
+  // throws from its destructor nor unlocks whoever holds the mutex by then.
   asio::io_context ctx(1);
-  auto j = coral::spawn(ctx, [&]() -> coral::task<> {
-    auto guard = co_await m.scoped_lock();
+  auto j = coral::spawn(ctx, [&]() -> coral::task<bool> {
+    {
+      auto guard = co_await m.scoped_lock();
+      m.unlock();
+      BOOST_TEST(m.try_lock());  // another holder now
+    }
+    const bool still_held = !m.try_lock();  // the guard went without unlocking it
     m.unlock();
+    {
+      auto guard = co_await m.scoped_lock();
+      m.unlock();
+    }  // the mutex is free when the guard goes
+    co_return still_held;
   });
   ctx.run();
-  BOOST_TEST(j.done());
+  BOOST_TEST(j.get_result());
   BOOST_TEST(m.try_lock());
   BOOST_TEST(!m.try_lock());
 }

@@ -44,9 +44,9 @@ class [[nodiscard]] async_mutex_lock : detail::permit_guard<async_mutex> {
 // - FIFO hand-off: unlock() with tasks waiting gives the lock straight to the first of them (it is
 //   never free in between, so try_lock() cannot overtake a waiting task).
 // - unlock() of a mutex nobody holds throws std::logic_error and changes nothing: it never makes
-//   a second holder. (A guard whose lock was also unlocked by hand gives nothing back if it finds
-//   the mutex free when it goes; if another holder has it by then, the guard unlocks that holder's
-//   lock, as a std::unique_lock would: unlock by hand or with the guard, not both.)
+//   a second holder. A guard whose lock was also unlocked by hand gives nothing back when it goes,
+//   also if another holder has the mutex by then. (unlock() itself cannot tell who calls it: a
+//   task that unlocks twice while others wait unlocks the next holder's lock, as with std::mutex.)
 // - lock() / scoped_lock() complete without suspending if the mutex is free. Otherwise the task
 //   waits and is resumed on its own executor: posted there by unlock() (from whatever thread
 //   unlocks), never resumed inside unlock(). No lock of coral's is held while a task is resumed.

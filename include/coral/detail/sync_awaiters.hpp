@@ -2,6 +2,7 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -27,7 +28,7 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   permit_awaiter(permit_awaiter&& other) noexcept
       : task_waiter(std::move(other)), what_(other.what_), kind_(other.kind_) {}
   ~permit_awaiter() {
-    if (attempted_ && !this->error) state_->give_back_held(1);
+    if (attempted_ && !this->error) state_->give_back_held(1, state_->last_grant());
   }
 
   template <class Promise>
@@ -93,7 +94,9 @@ class permit_owner {
 template <class Owner>
 class permit_guard {
  protected:
-  explicit permit_guard(Owner& owner) noexcept : owner_(&owner) {}
+  // (Made by the holder, right after it took the permit: the grant it records is its own.)
+  explicit permit_guard(Owner& owner) noexcept
+      : owner_(&owner, giver{static_cast<permit_owner&>(owner).state_->last_grant()}) {}
 
   Owner* owner() const noexcept { return owner_.get(); }
   void give_back_now() noexcept { owner_.reset(); }
@@ -102,9 +105,13 @@ class permit_guard {
 
  private:
   struct giver {
-    // (A guard whose permit was given back by hand as well finds the owner at its limit: it gives
-    // nothing, rather than make a second holder or throw from a destructor.)
-    void operator()(Owner* owner) const noexcept { static_cast<permit_owner*>(owner)->state_->give_back_held(1); }
+    // Which grant of a mutex this guard holds: a guard whose lock was given back by hand as well
+    // gives nothing, also when another holder has the mutex by then (rather than unlock that
+    // holder's lock, or throw from a destructor).
+    std::uint64_t grant = 0;
+    void operator()(Owner* owner) const noexcept {
+      static_cast<permit_owner*>(owner)->state_->give_back_held(1, grant);
+    }
   };
   std::unique_ptr<Owner, giver> owner_;
 };

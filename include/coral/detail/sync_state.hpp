@@ -1,7 +1,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -81,6 +83,7 @@ class permit_state : public sync_state {
         return true;
       }
       --permits_;
+      grants_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     waiters_.push_back(w);
@@ -91,6 +94,7 @@ class permit_state : public sync_state {
     std::lock_guard lock(mutex_);
     if (permits_ == 0) return false;
     --permits_;
+    grants_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 
@@ -105,24 +109,36 @@ class permit_state : public sync_state {
       if (n > limit_ - permits_)
         throw std::logic_error(limit_ == 1 ? "coral::async_mutex: unlock() of a mutex nobody holds"
                                            : "coral::semaphore: release() past the largest count of permits");
+      const std::size_t given = n;
       granted = take_winners(n, waker, losers);
+      grants_.fetch_add(given - n, std::memory_order_relaxed);
       permits_ += n;  // what no waiter took
     }
     wake_taken(granted, losers, waker);
   }
 
   // Gives back permits that were held (a guard's, a handed-over one nobody resumed to take): never
-  // throws; if they were given back by hand already, the count stays at its limit.
-  void give_back_held(std::size_t n) noexcept {
+  // throws. `grant`: for a mutex, which grant the lock was (last_grant() when it was taken): one
+  // given back by hand already gives nothing, whoever holds the mutex now. A semaphore's count
+  // stays at most at its limit.
+  void give_back_held(std::size_t n, std::uint64_t grant) noexcept {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
+      if (limit_ == 1 && (permits_ != 0 || grant != last_grant())) return;
       n = std::min(n, limit_ - permits_);
+      const std::size_t given = n;
       granted = take_winners(n, nullptr, losers);
+      grants_.fetch_add(given - n, std::memory_order_relaxed);
       permits_ += n;
     }
     wake_taken(granted, losers, nullptr);
   }
+
+  // How many permits were ever granted: for a mutex, the lock its holder has (it changes only
+  // when the lock goes to someone else).
+  // (Read without the lock by the holder, which its grant happened before.)
+  std::uint64_t last_grant() const noexcept { return grants_.load(std::memory_order_relaxed); }
 
   std::size_t available() const {
     std::lock_guard lock(mutex_);
@@ -135,6 +151,7 @@ class permit_state : public sync_state {
   // shutting down, which the shutdown takes out.
   std::size_t permits_;
   const std::size_t limit_;
+  std::atomic<std::uint64_t> grants_{0};  // (changed under the lock)
 };
 
 // A manual-reset flag and the tasks waiting for it to be set: the state of an event.
