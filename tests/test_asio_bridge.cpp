@@ -536,6 +536,116 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_tasks_in_asio_awaits_an
   BOOST_TEST(failure_of(parked) == asio::error::operation_aborted);
 }
 
+namespace {
+
+// An awaitable whose operation's initiation throws (a failed allocation in Asio's timer queue
+// throws std::bad_alloc from async_wait the same way). Asio does not hand the exception to the
+// awaitable: it leaves the call that resumed the awaitable, and the awaitable's frames are
+// destroyed through their executor. (The exception is made in the initiation: a copy of a
+// std::runtime_error shares its message with the original, and libstdc++ counts the sharers where
+// ThreadSanitizer does not see it.)
+struct initiation_error : std::runtime_error {
+  initiation_error() : std::runtime_error("initiation threw") {}
+};
+struct inner_initiation_error : std::runtime_error {
+  inner_initiation_error() : std::runtime_error("inner initiation threw") {}
+};
+template <class Error>
+asio::awaitable<void> operation_whose_initiation_throws() {
+  return asio::async_initiate<decltype(asio::use_awaitable), void()>([](auto&&) { throw Error(); },
+                                                                     asio::use_awaitable);
+}
+template <class Error>
+asio::awaitable<int> initiation_throws() {
+  lifetime held;
+  co_await operation_whose_initiation_throws<Error>();
+  co_return 1;
+}
+// The same one level down, after an await that completes at once.
+asio::awaitable<int> initiation_throws_inside() {
+  lifetime held;
+  const int v = co_await ready_value(1);
+  co_return v + co_await initiation_throws<inner_initiation_error>();
+}
+
+// Awaits throwing initiations between ordinary awaits (a thread of the segment starting, parked,
+// just replaced); the log says what each await did.
+coral::task<std::string> await_initiations_that_throw(int rounds) {
+  std::string log;
+  for (int round = 0; round < rounds; ++round) {
+    log += std::to_string(co_await ready_value(round));
+    try {
+      co_await initiation_throws<initiation_error>();
+      log += " finished";
+    } catch (const std::runtime_error& e) {
+      log += std::string(" ") + e.what();
+    }
+    try {
+      co_await initiation_throws<std::bad_alloc>();
+      log += " finished";
+    } catch (const std::bad_alloc&) {
+      log += " bad_alloc";
+    }
+    try {
+      co_await initiation_throws_inside();
+      log += " finished";
+    } catch (const std::runtime_error& e) {
+      log += std::string(" ") + e.what();
+    }
+    log += " " + std::to_string(co_await posted_value(round)) + ";";
+  }
+  co_return log;
+}
+
+std::string expected_initiation_log(int rounds) {
+  std::string log;
+  for (int round = 0; round < rounds; ++round) {
+    const auto r = std::to_string(round);
+    log += r + " initiation threw bad_alloc inner initiation threw " + r + ";";
+  }
+  return log;
+}
+
+// The awaitables' frames are destroyed through their executor after the task has moved on.
+bool lifetimes_end() {
+  for (auto until = std::chrono::steady_clock::now() + patience; lifetime::alive != 0;) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+// The exception an initiation throws ends the task's await: the task catches it, and nothing of
+// the await (the awaitable thread, the task's frame) is touched after it is gone. Spawned with a
+// token that cannot cancel too: a task on a multi-threaded executor then has no strand.
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_whose_initiation_throws_fails_the_await_with_that_exception, Place,
+                              every_place) {
+  Place place;
+  BOOST_TEST(get_within(coral::spawn(place.get_executor(), await_initiations_that_throw(4))) ==
+             expected_initiation_log(4));
+  auto f = coral::spawn(place.get_executor(), await_initiations_that_throw(4), asio::use_future);
+  BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
+  BOOST_TEST(f.get() == expected_initiation_log(4));
+  BOOST_TEST(lifetimes_end());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_initiation_that_throws_fails_the_job_when_the_task_does_not_catch_it, Place,
+                              every_place) {
+  Place place;
+  auto first = coral::spawn(place.get_executor(),
+                            []() -> coral::task<int> { co_return co_await initiation_throws<initiation_error>(); });
+  BOOST_CHECK_EXCEPTION(get_within(std::move(first)), std::runtime_error,
+                        [](const std::runtime_error& e) { return std::string(e.what()) == "initiation threw"; });
+  auto later = coral::spawn(place.get_executor(), []() -> coral::task<int> {
+    const int v = co_await ready_value(1);  // (the thread is parked when the failing await starts)
+    co_return v + co_await initiation_throws<std::bad_alloc>();
+  });
+  BOOST_CHECK_THROW(get_within(std::move(later)), std::bad_alloc);
+  BOOST_TEST(lifetimes_end());
+}
+
 BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
   asio::thread_pool pool(2);
   auto strand = asio::make_strand(pool.get_executor());

@@ -50,6 +50,16 @@ class segment_attachments {
 
   void add(segment_attachment& a) noexcept { a.next_ = std::exchange(first_, &a); }
 
+  // Forgets `a` (an attachment that can no longer serve the segment) without telling it.
+  void remove(segment_attachment& a) noexcept {
+    for (segment_attachment** link = &first_; *link; link = &(*link)->next_) {
+      if (*link == &a) {
+        *link = a.next_;
+        return;
+      }
+    }
+  }
+
   void leave_context() noexcept {
     for (segment_attachment* a = std::exchange(first_, nullptr); a;) std::exchange(a, a->next_)->leave_context();
   }
