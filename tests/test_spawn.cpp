@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE coral spawn and job
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -8,9 +9,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <latch>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -352,8 +356,39 @@ namespace {
 struct short_sleeps_outcomes {
   static inline std::atomic<int> completed{0}, aborted{0};
 };
-coral::task<> short_sleeps(std::vector<std::chrono::microseconds> sleeps) {
-  lifetime l;
+// Counts the children's frames, for a test to wait until the last one is gone (without polling).
+// A child takes one by value: the copy lives in its frame from the moment the parent makes it
+// until the frame is destroyed. (A local of the child's body would not count a child whose
+// executor has not run it yet: it starts, cancelled, after its parent's context is gone.)
+class child_frame {
+ public:
+  child_frame() { add(); }
+  child_frame(const child_frame&) { add(); }
+  child_frame& operator=(const child_frame&) = default;
+  ~child_frame() {
+    std::lock_guard lock(mutex_);
+    if (--alive_ == 0) none_left_.notify_all();
+  }
+  static int alive() {
+    std::lock_guard lock(mutex_);
+    return alive_;
+  }
+  // Waits until no child frame is left, at most `bound`; returns whether none is.
+  static bool none_left_within(std::chrono::nanoseconds bound) {
+    std::unique_lock lock(mutex_);
+    return none_left_.wait_for(lock, bound, [] { return alive_ == 0; });
+  }
+
+ private:
+  static void add() {
+    std::lock_guard lock(mutex_);
+    ++alive_;
+  }
+  static inline std::mutex mutex_;
+  static inline std::condition_variable none_left_;
+  static inline int alive_ = 0;
+};
+coral::task<> short_sleeps(child_frame, std::vector<std::chrono::microseconds> sleeps) {
   try {
     for (auto d : sleeps) co_await coral::sleep_for(d);
   } catch (const boost::system::system_error& e) {
@@ -362,37 +397,75 @@ coral::task<> short_sleeps(std::vector<std::chrono::microseconds> sleeps) {
   }
   ++short_sleeps_outcomes::completed;
 }
-coral::task<void, coral::pool_executor> short_sleeps_on_pool(std::vector<std::chrono::microseconds> sleeps) {
-  co_await short_sleeps(std::move(sleeps));
+coral::task<void, coral::pool_executor> short_sleeps_on_pool(child_frame f,
+                                                             std::vector<std::chrono::microseconds> sleeps) {
+  co_await short_sleeps(f, std::move(sleeps));
 }
 
-// Multi-threaded executors a child can run on while its parent's context is destroyed.
+// Multi-threaded executors a child can run on while its parent's context is destroyed. Those the
+// test owns say how many threads run them.
 struct child_on_io_context_4_threads {
-  running_io_context context{4};
+  static constexpr int threads = 4;
+  running_io_context context{threads};
+  auto executor() { return context.get_executor(); }
   auto child(std::vector<std::chrono::microseconds> sleeps) {
-    return coral::on(context.get_executor(), short_sleeps(std::move(sleeps)));
+    return coral::on(context.get_executor(), short_sleeps({}, std::move(sleeps)));
   }
 };
 struct child_on_thread_pool {
-  asio::thread_pool pool{4};
-  auto child(std::vector<std::chrono::microseconds> sleeps) { return coral::on(pool, short_sleeps(std::move(sleeps))); }
+  static constexpr int threads = 4;
+  asio::thread_pool pool{threads};
+  auto executor() { return pool.get_executor(); }
+  auto child(std::vector<std::chrono::microseconds> sleeps) {
+    return coral::on(pool, short_sleeps({}, std::move(sleeps)));
+  }
   ~child_on_thread_pool() { pool.join(); }
 };
 struct child_on_default_pool {
   auto child(std::vector<std::chrono::microseconds> sleeps) {
-    return coral::on(coral::pool_executor{}, short_sleeps(std::move(sleeps)));
+    return coral::on(coral::pool_executor{}, short_sleeps({}, std::move(sleeps)));
   }
 };
 struct child_bound_to_default_pool {
-  auto child(std::vector<std::chrono::microseconds> sleeps) { return short_sleeps_on_pool(std::move(sleeps)); }
+  auto child(std::vector<std::chrono::microseconds> sleeps) { return short_sleeps_on_pool({}, std::move(sleeps)); }
 };
 using multi_threaded_children =
     std::tuple<child_on_io_context_4_threads, child_on_thread_pool, child_on_default_pool, child_bound_to_default_pool>;
+using owned_multi_threaded_children = std::tuple<child_on_io_context_4_threads, child_on_thread_pool>;
 
 template <class Children>
 coral::task<> await_short_sleeps(Children& children, std::vector<std::chrono::microseconds> sleeps) {
   co_await children.child(std::move(sleeps));
 }
+
+// Keeps every thread of an executor busy until release() (or until it goes): nothing else queued
+// there runs meanwhile.
+class occupied_threads {
+ public:
+  template <class Executor>
+  occupied_threads(const Executor& executor, int threads) {
+    std::latch busy(threads);
+    for (int i = 0; i < threads; ++i) {
+      asio::post(executor, [&busy, released = released_] {
+        busy.count_down();
+        released.wait();
+      });
+    }
+    busy.wait();
+  }
+  occupied_threads(const occupied_threads&) = delete;
+  occupied_threads& operator=(const occupied_threads&) = delete;
+  ~occupied_threads() { release(); }
+  void release() {
+    if (!done_) release_.set_value();
+    done_ = true;
+  }
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  bool done_ = false;
+};
 }  // namespace
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(
@@ -405,8 +478,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(
   Children children;
   std::mt19937 rng(20240611);
   // Bounded in time too: a sanitizer build on a loaded machine runs fewer iterations.
-  const auto stop = std::chrono::steady_clock::now() + 1s;
-  for (int i = 0; i < 1000 && std::chrono::steady_clock::now() < stop; ++i) {
+  // (CORAL_SHUTDOWN_ROUNDS=n runs n iterations, in up to n ms, to look for rare interleavings.)
+  const long rounds = workload_size("CORAL_SHUTDOWN_ROUNDS", 1000);
+  const auto stop = std::chrono::steady_clock::now() + std::max(1s, std::chrono::seconds(rounds / 1000));
+  for (long i = 0; i < rounds && std::chrono::steady_clock::now() < stop; ++i) {
     std::vector<std::chrono::microseconds> sleeps(rng() % 8);
     for (auto& d : sleeps) d = std::chrono::microseconds(rng() % 200);
     asio::io_context ctx(1);
@@ -417,12 +492,34 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(
     }
     ctx.run_for(std::chrono::microseconds(rng() % 400));
   }  // each context destroyed with its task waiting for the child, or just after it resumed
-  // Every child ends (cancelled or done) and frees its frame.
-  const auto deadline = std::chrono::steady_clock::now() + patience;
-  while (lifetime::alive != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  BOOST_TEST(lifetime::alive == 0);
+  // Every child ends (cancelled or done) and frees its frame, also one that its executor had not
+  // started yet when its parent's context went.
+  BOOST_TEST(child_frame::none_left_within(patience));
   BOOST_TEST_MESSAGE("children completed " << short_sleeps_outcomes::completed.exchange(0) << ", cancelled "
                                            << short_sleeps_outcomes::aborted.exchange(0));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(
+    a_child_that_has_not_started_when_its_parents_context_is_destroyed_starts_cancelled_and_frees_its_frame, Children,
+    owned_multi_threaded_children) {
+  // What the test above meets by chance on a loaded machine, made certain: the child's executor is
+  // busy while its parent's context is destroyed, so the child has not run yet. Once its executor
+  // runs it, it is cancelled (its first sleep fails with operation_aborted) and its frame goes.
+  Children children;
+  short_sleeps_outcomes::completed = 0;
+  short_sleeps_outcomes::aborted = 0;
+  occupied_threads busy(children.executor(), Children::threads);
+  {
+    asio::io_context ctx(1);
+    coral::spawn(ctx, await_short_sleeps(children, {1h}), asio::detached);
+    ctx.poll();  // the parent runs and starts its child, which waits for a thread
+    BOOST_TEST(child_frame::alive() == 1);
+  }
+  BOOST_TEST(child_frame::alive() == 1);  // not started: nothing of it has run yet
+  busy.release();
+  BOOST_TEST(child_frame::none_left_within(patience));
+  BOOST_TEST(short_sleeps_outcomes::aborted.exchange(0) == 1);
+  BOOST_TEST(short_sleeps_outcomes::completed.exchange(0) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
