@@ -557,8 +557,9 @@ BOOST_AUTO_TEST_CASE(a_name_keeps_well_formed_utf8_and_each_byte_of_an_ill_forme
       {"U+E000 \xee\x80\x80", "U+E000 \xee\x80\x80"},
   };
   std::vector<coral::job<void>> jobs;
-  for (const auto& [name, shown] : names) {
-    jobs.push_back(coral::spawn(loop.get_executor(), [&, name]() -> coral::task<> {
+  for (const auto& name_and_shown : names) {
+    // (A copy, not the structured binding: clang 14 cannot capture one.)
+    jobs.push_back(coral::spawn(loop.get_executor(), [&, name = name_and_shown.first]() -> coral::task<> {
       co_await coral::this_task::set_name(name);
       co_await release.wait();
     }));
