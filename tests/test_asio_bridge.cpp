@@ -606,11 +606,13 @@ std::string expected_initiation_log(int rounds) {
   return log;
 }
 
-// The awaitables' frames are destroyed through their executor after the task has moved on.
-bool lifetimes_end() {
+// The awaitables' frames are destroyed through their executor after the task has moved on: waits
+// for that executor's queue (round trips through it), at most `patience`.
+template <class Executor>
+bool lifetimes_end(const Executor& executor) {
   for (auto until = std::chrono::steady_clock::now() + patience; lifetime::alive != 0;) {
     if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(1ms);
+    thread_of(executor);
   }
   return true;
 }
@@ -628,7 +630,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_whose_initiation_throws_fails_th
   auto f = coral::spawn(place.get_executor(), await_initiations_that_throw(4), asio::use_future);
   BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
   BOOST_TEST(f.get() == expected_initiation_log(4));
-  BOOST_TEST(lifetimes_end());
+  BOOST_TEST(lifetimes_end(place.get_executor()));
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(an_initiation_that_throws_fails_the_job_when_the_task_does_not_catch_it, Place,
@@ -643,7 +645,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_initiation_that_throws_fails_the_job_when_the_t
     co_return v + co_await initiation_throws<std::bad_alloc>();
   });
   BOOST_CHECK_THROW(get_within(std::move(later)), std::bad_alloc);
-  BOOST_TEST(lifetimes_end());
+  BOOST_TEST(lifetimes_end(place.get_executor()));
 }
 
 BOOST_AUTO_TEST_CASE(an_asio_awaitable_awaits_coral_tasks_directly) {
