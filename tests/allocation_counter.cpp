@@ -5,13 +5,20 @@
 #include <cstdlib>
 #include <new>
 
+#include "fault/failing_allocation.hpp"
+
 namespace {
 thread_local bool counting = false;
 thread_local long counted = 0;
+thread_local long fail_at = -1;  // (fail_allocation_at)
+thread_local bool failed = false;
 }  // namespace
 
 void* operator new(std::size_t n) {
-  if (counting) ++counted;
+  if (counting && counted++ == fail_at) {
+    failed = true;
+    throw std::bad_alloc();
+  }
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
@@ -35,6 +42,7 @@ namespace coral_test {
 
 allocation_counter::allocation_counter() noexcept {
   counted = 0;
+  fail_at = -1;
   counting = true;
 }
 allocation_counter::~allocation_counter() {
@@ -42,6 +50,20 @@ allocation_counter::~allocation_counter() {
 }
 long allocation_counter::count() const noexcept {
   return counted;
+}
+
+void fail_allocation_at(long k) noexcept {
+  counted = 0;
+  fail_at = k;
+  failed = false;
+  counting = true;
+}
+long stop_failing_allocations() noexcept {
+  counting = false;
+  return counted;
+}
+bool allocation_failed() noexcept {
+  return failed;
 }
 
 }  // namespace coral_test

@@ -2,6 +2,7 @@
 
 namespace coral_test {
 
+// (Implemented with the replaced operator new in allocation_counter.cpp.)
 // Makes the k-th allocation (global operator new, counted from 0) that the calling thread makes
 // from now on throw std::bad_alloc, once; a negative k only counts. Other threads are not counted.
 void fail_allocation_at(long k) noexcept;
