@@ -21,42 +21,11 @@ cmake --build build/release -j2 --target echo_server http_server asio_echo_serve
 bin=build/release
 ulimit -n "$(ulimit -Hn)"
 
-out=$(mktemp)
-start() {  # start <program> <args...>: sets pid and port
-  "$@" --port 0 >"$out" &
-  pid=$!
-  for _ in $(seq 200); do grep -q "listening on" "$out" && break; sleep 0.05; done
-  port=$(sed -n 's/^listening on //p' "$out")
-}
-stop() { kill -TERM "$pid"; wait "$pid" || true; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-line() { echo "case=$1 coral=$2 asio=$3 unit=$4 ratio=$(ratio "$2" "$3")"; }
-p99_ms() {  # wrk's 99% latency in ms
-  awk '$1 == "99%" { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } print v }'
-}
+coral_http=$bin/examples/net/http_server
+beast_http=$bin/bench/beast_http_server
+# shellcheck source=scripts/bench_net_common.sh
+source scripts/bench_net_common.sh
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-# http_run <server...>: sets rps, p99 and cpu (server CPU µs per request)
-http_run() {
-  start "$@"
-  local before
-  before=$(cpu_ticks "$pid")
-  wrk -t2 -c64 -d"${duration}s" --latency "http://127.0.0.1:$port/" >"$out.wrk"
-  local used=$(($(cpu_ticks "$pid") - before))
-  stop
-  rps=$(awk '/Requests\/sec/ { print $2 }' "$out.wrk")
-  p99=$(p99_ms <"$out.wrk")
-  cpu=$(awk -v t="$used" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v d="$duration" 'BEGIN { printf "%.2f", t / hz * 1e6 / (r * d) }')
-}
-# http_case <name> <coral args> <baseline args>
-http_case() {
-  http_run $bin/examples/net/http_server $2
-  local coral_rps=$rps coral_p99=$p99 coral_cpu=$cpu
-  http_run $bin/bench/beast_http_server $3
-  line "http_$1" "$coral_rps" "$rps" requests/s
-  line "http_p99_$1" "$coral_p99" "$p99" ms
-  line "http_cpu_$1" "$coral_cpu" "$cpu" us/request
-}
 # echo_case <name> <coral args> <baseline args>
 echo_case() {
   start $bin/examples/net/echo_server $2
@@ -89,4 +58,3 @@ start $bin/bench/asio_echo_server
 asio=$($bin/bench/echo_load --port "$port" --idle 10000 --pid "$pid" | sed 's/^[^=]*=\([0-9.]*\).*/\1/')
 stop
 line echo_idle_memory "$coral" "$asio" bytes/connection
-rm -f "$out" "$out.wrk"
