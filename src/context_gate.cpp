@@ -91,16 +91,14 @@ void context_gate::shut_down() noexcept {
   // Posts that entered before the gate closed are a few instructions from leaving.
   while (entered_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   for (;;) {
-    gate_member* member;
+    counted_ref<gate_member> member;
     {
       std::lock_guard lock(members_mutex_);
-      member = members_;
-      if (!member) break;
+      if (!members_) break;
+      member = counted_ref<gate_member>(members_);
       unlink_locked(*member);
-      member->add_ref();
     }
     member->abandon();
-    member->release();
   }
 }
 

@@ -13,7 +13,7 @@ using clock = std::chrono::steady_clock;
 struct deadline_watch::shared {
   std::mutex mutex;
   deadline_watch* owner;                               // valid while !closed
-  join_state* join = nullptr;                          // the running timeout's (a reference), or none
+  counted_ref<join_state> join;                        // the running timeout's, or none
   clock::time_point deadline;                          // the running timeout's
   clock::time_point armed = clock::time_point::max();  // when the pending wait expires; max: none
   unsigned generation = 0;  // of the pending wait: a replaced or closed wait's handler is stale
@@ -29,7 +29,7 @@ class deadline_watch::expiry {
 
   void operator()(const boost::system::error_code& error) const {
     shared& s = *shared_;
-    join_state* expired = nullptr;
+    counted_ref<join_state> expired;
     cancel_cause cause = not_a_deadline;
     {
       std::lock_guard lock(s.mutex);
@@ -40,12 +40,10 @@ class deadline_watch::expiry {
         s.owner->arm(s, s.deadline);  // the running timeout began after this wait was armed
         return;
       }
-      expired = s.join;
-      expired->add_ref();
+      expired = counted_ref<join_state>(s.join.get());
       cause = deadline_cause(s.deadline);
     }
     expired->end_branch(1, cause);  // (cancels the operation: posts, runs nothing here)
-    expired->release();
   }
 
  private:
@@ -81,28 +79,25 @@ void deadline_watch::begin(join_state& join, clock::time_point deadline) {
   std::lock_guard lock(shared_->mutex);
   // Armed first: if that throws, the watch is as it was. (The expiry takes the lock first.)
   if (deadline < shared_->armed) arm(*shared_, deadline);
-  join.add_ref();
-  shared_->join = &join;
+  shared_->join = counted_ref<join_state>(&join);
   shared_->deadline = deadline;
 }
 
 void deadline_watch::end() noexcept {
-  join_state* ended;
+  counted_ref<join_state> ended;  // let go of after the lock
   {
     std::lock_guard lock(shared_->mutex);
-    ended = std::exchange(shared_->join, nullptr);
+    ended = std::move(shared_->join);
   }
-  if (ended) ended->release();
 }
 
 void deadline_watch::leave_context() noexcept {
-  join_state* ended;
   {
+    counted_ref<join_state> ended;  // let go of after the lock
     std::lock_guard lock(shared_->mutex);
     shared_->closed = true;
-    ended = std::exchange(shared_->join, nullptr);
+    ended = std::move(shared_->join);
   }
-  if (ended) ended->release();
   timer_.reset();  // cancels a pending wait, whose handler then finds the watch closed
   delete this;
 }

@@ -44,13 +44,11 @@ class task_group {
   requires detail::executor_like<std::remove_cvref_t<Executor>> ||
       detail::execution_context_like<std::remove_cvref_t<Executor>>
   explicit task_group(Executor&& executor)
-      : executor_(detail::erase_executor(detail::executor_of(executor))), state_(new detail::group_state) {}
+      : executor_(detail::erase_executor(detail::executor_of(executor))),
+        state_(detail::adopt(new detail::group_state)) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
-  ~task_group() {
-    state_->cancel();
-    state_->release();
-  }
+  ~task_group() { state_->cancel(); }
 
   // (`where`, left to its default, is the place of the call: see coral::dump_tasks.)
   template <detail::task_source Source>
@@ -82,9 +80,8 @@ class task_group {
     using T = typename detail::task_of_t<Source>::value_type;
     auto child = detail::make_root(std::move(executor), std::forward<Source>(source), true, where);
     auto link = std::make_unique<detail::group_link>();
-    link->segment = child.get();
     detail::group_link& linked = *link;
-    child->when_done([group = detail::counted_ref<detail::group_state>(state_),
+    child->when_done([group = detail::counted_ref<detail::group_state>(state_.get()),
                       link = std::move(link)](detail::result_segment<T>& s) {
       // The group reports the failure (join, or the group's end): not the job.
       s.mark_observed();
@@ -102,12 +99,12 @@ class task_group {
     });
     // (If the start fails, the child ends unstarted, and so leaves the group, before the exception
     // leaves this call.)
-    state_->add(linked);
+    state_->add(linked, *child.get());
     child.start();
   }
 
   boost::asio::any_io_executor executor_;
-  detail::group_state* state_;
+  detail::counted_ref<detail::group_state> state_;
 };
 
 class task_group::join_operation : public detail::external_wait {

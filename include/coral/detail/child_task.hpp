@@ -90,9 +90,7 @@ class child_segment_awaiter : public external_wait {
 
   child_segment_awaiter() noexcept = default;
   child_segment_awaiter(child_segment_awaiter&& other) noexcept
-      : state_(std::exchange(other.state_, nullptr)),
-        parent_segment_(other.parent_segment_),
-        forward_(other.forward_) {}
+      : state_(std::move(other.state_)), parent_segment_(other.parent_segment_), forward_(other.forward_) {}
   child_segment_awaiter& operator=(child_segment_awaiter&&) = delete;
   ~child_segment_awaiter() {
     if (state_) {
@@ -109,7 +107,6 @@ class child_segment_awaiter : public external_wait {
         }
         state_->drop_result();
       }
-      state_->release();
     }
   }
 
@@ -141,8 +138,7 @@ class child_segment_awaiter : public external_wait {
     state->start_record(&parent_segment, {});
     state->local = local;
     if (!state->local) state->parent_gate = parent_segment.shared_gate();
-    state_ = state;
-    state->add_ref();  // this awaiter's
+    state_ = counted_ref<child_segment_state<T>>(state);  // this awaiter's (the first is the child's)
     state->parent.keep(parent);
     parent_segment_ = &parent_segment;
     forward_ = forward_cancel;
@@ -171,7 +167,7 @@ class child_segment_awaiter : public external_wait {
   }
 
  private:
-  child_segment_state<T>* state_ = nullptr;
+  counted_ref<child_segment_state<T>> state_;
   task_segment* parent_segment_ = nullptr;
   bool forward_ = false;
 };

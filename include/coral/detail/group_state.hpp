@@ -18,7 +18,7 @@ namespace coral::detail {
 
 // The links of a task group's child in its group's list (guarded by the group's mutex).
 struct group_link {
-  task_segment* segment = nullptr;
+  segment_ref segment;  // set by add(), let go of when the child ends
   group_link* prev = nullptr;
   group_link* next = nullptr;
   bool cancel_sent = false;  // (a child is cancelled once: cancellation is level-triggered)
@@ -33,7 +33,8 @@ class group_state : public ref_counted<group_state> {
  public:
   // Links a child that is about to start (holding an object reference to it). A group that was
   // cancelled, or whose child failed, cancels it at once.
-  void add(group_link& link) {
+  void add(group_link& link, task_segment& segment) {
+    link.segment = segment_ref(&segment);
     bool cancel_now;
     {
       std::lock_guard lock(mutex_);
@@ -44,7 +45,6 @@ class group_state : public ref_counted<group_state> {
       cancel_now = cancelled_;
       link.cancel_sent = cancel_now;
     }
-    link.segment->add_ref();
     if (cancel_now) link.segment->cancel();
   }
 
@@ -80,7 +80,7 @@ class group_state : public ref_counted<group_state> {
         }
       }
     }
-    link.segment->release();
+    link.segment.reset();
     if (cancel_others) cancel_children();
     if (resume) joiner.resume_later_within_pass();
   }
@@ -164,7 +164,7 @@ class group_state : public ref_counted<group_state> {
         for (auto* l = children_; l && n < batch.size(); l = l->next) {
           if (l->cancel_sent) continue;
           l->cancel_sent = true;
-          batch[n++] = segment_ref(l->segment);
+          batch[n++] = segment_ref(l->segment.get());
         }
       }
       if (n == 0) return;

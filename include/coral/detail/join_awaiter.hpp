@@ -33,7 +33,7 @@ class join_awaiter_base : public external_wait {
  public:
   join_awaiter_base() noexcept = default;
   join_awaiter_base(join_awaiter_base&& other) noexcept
-      : join_(std::exchange(other.join_, nullptr)), parent_segment_(other.parent_segment_), forward_(other.forward_) {}
+      : join_(std::move(other.join_)), parent_segment_(other.parent_segment_), forward_(other.forward_) {}
   join_awaiter_base& operator=(join_awaiter_base&&) = delete;
 
  protected:
@@ -42,7 +42,6 @@ class join_awaiter_base : public external_wait {
       // The frame is going away while children may still run (its context shut down): they are
       // cancelled and clean up after themselves.
       if (join_->detach()) join_->cancel_children(asio::cancellation_type::all, false);
-      join_->release();
     }
   }
 
@@ -50,15 +49,15 @@ class join_awaiter_base : public external_wait {
   // and calls start_members.
   template <class Promise>
   void open(std::coroutine_handle<Promise> parent, join_kind kind, std::size_t children) {
-    join_ = new join_state(kind, children);
+    join_ = adopt(new join_state(kind, children));
     join_->parent.suspend(parent);
     parent_segment_ = &parent.promise().segment();
   }
 
   // A member running `frame` on `*bound` if given, else on the parent's executor.
   template <class T>
-  join_member<T>* make_member(std::coroutine_handle<task_promise<T>> frame,
-                              const std::optional<asio::any_io_executor>& bound, std::size_t index) {
+  counted_ref<join_member<T>> make_member(std::coroutine_handle<task_promise<T>> frame,
+                                          const std::optional<asio::any_io_executor>& bound, std::size_t index) {
     struct frame_guard {
       std::coroutine_handle<task_promise<T>> f;
       ~frame_guard() {
@@ -69,25 +68,27 @@ class join_awaiter_base : public external_wait {
     // parent's executor as it is (hosted by the parent's segment) when that one is.
     const auto& executor = bound ? *bound : parent_segment_->executor();
     const bool hosted = parent_segment_->can_host() && (!bound || executor == parent_segment_->executor());
-    auto* member =
+    // (The reference made with it is its running segment's; the one returned, the awaiter's until
+    // it has taken the result.)
+    auto* made =
         new join_member<T>(hosted ? parent_segment_->hosted_placement() : place(executor, true), *join_, index);
+    counted_ref<join_member<T>> member(made);
     member->attach(std::exchange(guard.f, nullptr));
     member->start_record(parent_segment_, {});
-    member->add_ref();  // the awaiter's, until it has taken the result
     join_->add_child(*member, hosted, &member->gate() == &parent_segment_->gate(), *parent_segment_);
     return member;
   }
 
   // A member made, not started, and never to be: it ends without running.
   template <class T>
-  static void discard_unstarted(join_member<T>* member) noexcept {
+  static void discard_unstarted(const counted_ref<join_member<T>>& member) noexcept {
     if (member) member->discard();
   }
 
   // Once every member exists: lets the parent's cancellation reach them and registers the wait.
   void begin_start() {
     if (parent_segment_->op_slot().is_connected()) {
-      parent_segment_->slot().template emplace<forward_join_cancellation>(join_, parent_segment_);
+      parent_segment_->slot().template emplace<forward_join_cancellation>(join_.get(), parent_segment_);
       forward_ = true;
     }
     parent_segment_->set_external_wait(this);
@@ -132,10 +133,10 @@ class join_awaiter_base : public external_wait {
   // the parent goes on: never afterwards on the child's thread. (A join given up because the
   // parent's context shuts down leaves it to the children, which may still be running.)
   template <class T>
-  void let_go_of(result_segment<T>* member) noexcept {
+  void let_go_of(counted_ref<join_member<T>>& member) noexcept {
     if (!member) return;
     if (join_ && join_->over()) member->drop_result();
-    member->release();
+    member.reset();
   }
 
  private:
@@ -146,7 +147,7 @@ class join_awaiter_base : public external_wait {
     join_->let_go_of_parent_after_local_children();  // may destroy the frame holding this awaiter
   }
 
-  join_state* join_ = nullptr;
+  counted_ref<join_state> join_;
   task_segment* parent_segment_ = nullptr;
   bool forward_ = false;
 };

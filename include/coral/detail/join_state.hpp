@@ -38,17 +38,15 @@ class join_state : public ref_counted<join_state> {
   // runs on the parent's executor, which runs one thing at a time, hosted by the parent's segment.
   // `local`: it runs on the parent's execution context (hosted or not).
   void add_child(task_segment& child, bool hosted, bool local, task_segment& parent_segment) {
-    children_.push_back({&child, hosted, local});
+    children_.push_back({segment_ref(&child), hosted, local});
     if (!local && !parent_gate_) parent_gate_ = parent_segment.shared_gate();
-    child.add_ref();
     // (Nothing else looks at the count before the children start: no read-modify-write needed.)
     if (local) local_pending_.store(local_pending_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
-  // A child ended (any thread). The decisive one cancels all its siblings.
-  // Releases the child's reference to the join. `in_own_turn`: it ended in a turn of its executor
-  // (not while the context shuts down); if that is the parent's executor, the parent may be
-  // resumed right here instead of being posted.
+  // A child ended (any thread). The decisive one cancels all its siblings. `in_own_turn`: it
+  // ended in a turn of its executor (not while the context shuts down); if that is the parent's
+  // executor, the parent may be resumed right here instead of being posted.
   void child_ended(std::size_t index, bool failed, bool in_own_turn) noexcept {
     const bool on_parent_executor = in_own_turn && children_[index].hosted;
     // (A channel may have decided the race for this child already, when it handed it a value.)
@@ -57,7 +55,6 @@ class join_state : public ref_counted<join_state> {
     }
     arrive(on_parent_executor, children_[index].local);
     if (children_[index].local) local_child_gone();
-    release();
   }
 
   // Any thread: a branch that is not a child (with_timeout's deadline, `cause`) has ended. If it
@@ -131,9 +128,7 @@ class join_state : public ref_counted<join_state> {
 
  private:
   friend class ref_counted<join_state>;
-  ~join_state() {
-    for (auto& child : children_) child.segment->release();
-  }
+  ~join_state() = default;
   void destroy_self() noexcept { delete this; }
 
   void arrive(bool on_parent_executor, bool local) noexcept {
@@ -170,7 +165,7 @@ class join_state : public ref_counted<join_state> {
   wait_link link_;
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
-    task_segment* segment;
+    segment_ref segment;
     bool hosted;
     bool local;
   };
@@ -188,9 +183,7 @@ class join_member final : public result_segment<T> {
   join_member(placement&& where, join_state& join, std::size_t index)
       : result_segment<T>(std::move(where), typename result_segment<T>::child_segment_t()),
         join_(&join),
-        index_(index) {
-    join_->add_ref();
-  }
+        index_(index) {}
 
   std::size_t index() const noexcept { return index_; }
   // While it runs: the ticket its operation carries in a race (empty in a when_all).
@@ -203,11 +196,12 @@ class join_member final : public result_segment<T> {
     this->mark_observed();
     // The join holds a reference to this member until it goes: let go of it here, not in the
     // destructor, or neither would ever go.
-    std::exchange(join_, nullptr)->child_ended(index_, this->result().has_exception(), !this->abandoned());
+    const counted_ref<join_state> join = std::move(join_);
+    join->child_ended(index_, this->result().has_exception(), !this->abandoned());
   }
 
  private:
-  join_state* join_;
+  counted_ref<join_state> join_;
   std::size_t index_;
 };
 

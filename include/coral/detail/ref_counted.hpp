@@ -69,4 +69,13 @@ class counted_ref : public std::unique_ptr<T, release_reference<Count>> {
   }
 };
 
+// A handle that takes over the reference the caller holds to `object` (one it just made:
+// ref_counted starts with one), adding none. (reset(object) does the same to a handle.)
+template <class T, class Count = object_references>
+counted_ref<T, Count> adopt(T* object) noexcept {
+  counted_ref<T, Count> adopted;
+  adopted.reset(object);
+  return adopted;
+}
+
 }  // namespace coral::detail

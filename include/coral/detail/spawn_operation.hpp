@@ -57,18 +57,16 @@ using task_of_t = typename task_of<A>::type;
 template <class T>
 class unstarted_root {
  public:
-  explicit unstarted_root(result_segment<T>* segment) noexcept : segment_(segment) {}
-  unstarted_root(unstarted_root&& other) noexcept
-      : segment_(std::exchange(other.segment_, nullptr)), started_(other.started_) {}
+  // (Takes over the caller's reference; the running task's is the segment's own.)
+  explicit unstarted_root(result_segment<T>* segment) noexcept : segment_(adopt(segment)) {}
+  unstarted_root(unstarted_root&& other) noexcept : segment_(std::move(other.segment_)), started_(other.started_) {}
   unstarted_root& operator=(unstarted_root&&) = delete;
   ~unstarted_root() {
-    if (!segment_) return;
-    if (!started_) segment_->discard(std::current_exception());
-    segment_->release();
+    if (segment_ && !started_) segment_->discard(std::current_exception());
   }
 
-  result_segment<T>* operator->() const noexcept { return segment_; }
-  result_segment<T>* get() const noexcept { return segment_; }
+  result_segment<T>* operator->() const noexcept { return segment_.get(); }
+  result_segment<T>* get() const noexcept { return segment_.get(); }
 
   // Posts the task's start to its executor (never inline: spawn() runs no task code).
   void start() {
@@ -76,10 +74,10 @@ class unstarted_root {
     started_ = true;
   }
   // The caller's reference, for a job handle to adopt (once started).
-  result_segment<T>* release() noexcept { return std::exchange(segment_, nullptr); }
+  result_segment<T>* release() noexcept { return segment_.release(); }
 
  private:
-  result_segment<T>* segment_;
+  counted_ref<result_segment<T>> segment_;
   bool started_ = false;
 };
 
@@ -170,21 +168,20 @@ class pending_completion final : public gate_member {
 template <class Pending>
 class pending_reference {
  public:
-  pending_reference(Pending* p, std::shared_ptr<context_gate> gate) noexcept : p_(p), gate_(std::move(gate)) {}
-  pending_reference(pending_reference&& other) noexcept
-      : p_(std::exchange(other.p_, nullptr)), gate_(std::move(other.gate_)) {}
+  // (Takes over the reference `p` was made with.)
+  pending_reference(Pending* p, std::shared_ptr<context_gate> gate) noexcept : p_(adopt(p)), gate_(std::move(gate)) {}
+  pending_reference(pending_reference&&) noexcept = default;
   pending_reference& operator=(pending_reference&&) = delete;
   ~pending_reference() {
     if (!p_) return;
     gate_->claim(
         *p_, [this] { p_->abandon(); }, [this] { p_->abandon(); });
-    p_->release();
   }
   Pending& operator*() const noexcept { return *p_; }
   context_gate& gate() const noexcept { return *gate_; }
 
  private:
-  Pending* p_;
+  counted_ref<Pending> p_;
   std::shared_ptr<context_gate> gate_;
 };
 

@@ -53,8 +53,10 @@ class channel_async_op final : public Waiter, public gate_member {
   static void start(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
                     Operation operation) {
     allocator_type allocator(asio::get_associated_allocator(handler));
-    auto* op =
-        create_with_allocator<channel_async_op>(allocator, std::move(state), std::move(handler), std::move(value), allocator);
+    // (The reference it is made with goes to its completion once the channel has it.)
+    auto made = adopt(create_with_allocator<channel_async_op>(allocator, std::move(state), std::move(handler),
+                                                              std::move(value), allocator));
+    channel_async_op* op = made.get();
     op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
     if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
     bool done;
@@ -62,9 +64,9 @@ class channel_async_op final : public Waiter, public gate_member {
       done = operation(*op->state_, *op);
     } catch (...) {
       if (op->slot_.is_connected()) op->slot_.clear();
-      op->release();
       throw;
     }
+    static_cast<void>(made.release());
     if (done) asio::post(*op->work_, completion(op));
   }
 

@@ -194,7 +194,7 @@ task<R> await_in_race(A argument) {
     awaitable.await_resume();
   } else {
     if (ticket.lost() && awaitable.lost_race()) co_return no_result;
-    if constexpr (requires(task_result<R>& result) { awaitable.resume_into(result); }) {
+    if constexpr (requires(task_result<R> & result) { awaitable.resume_into(result); }) {
       // (A received value goes straight into the branch's result, lent or moved once.)
       co_return result_writer{[&](task_result<R>& result) { awaitable.resume_into(result); }};
     } else {
@@ -239,7 +239,7 @@ class tuple_join_awaiter : protected join_awaiter_base {
   }
   tuple_join_awaiter(tuple_join_awaiter&&) = default;
   ~tuple_join_awaiter() {
-    std::apply([this](auto*... m) { (this->let_go_of(m), ...); }, members_);
+    std::apply([this](auto&... m) { (this->let_go_of(m), ...); }, members_);
   }
 
   bool await_ready() const noexcept { return false; }
@@ -287,7 +287,7 @@ class tuple_join_awaiter : protected join_awaiter_base {
   }
 
   std::tuple<Tasks...> tasks_;
-  std::tuple<join_member<typename Tasks::value_type>*...> members_{};
+  std::tuple<counted_ref<join_member<typename Tasks::value_type>>...> members_;
 };
 
 // Awaits a vector of tasks as children of a join (when_all / when_any of a vector).
@@ -306,7 +306,7 @@ class vector_join_awaiter : protected join_awaiter_base {
   }
   vector_join_awaiter(vector_join_awaiter&&) = default;
   ~vector_join_awaiter() {
-    for (auto* m : members_) this->let_go_of(m);
+    for (auto& m : members_) this->let_go_of(m);
   }
 
   bool await_ready() const noexcept { return tasks_.empty(); }
@@ -322,10 +322,10 @@ class vector_join_awaiter : protected join_awaiter_base {
     } catch (...) {
       // (An allocation failed: the members made so far end unstarted, and the exception reaches
       // the parent, which never suspended.)
-      for (auto* m : members_) discard_unstarted(m);
+      for (const auto& m : members_) discard_unstarted(m);
       throw;
     }
-    for (auto* m : members_) start(*m);
+    for (const auto& m : members_) start(*m);
     return end_start();
   }
 
@@ -340,7 +340,7 @@ class vector_join_awaiter : protected join_awaiter_base {
 
  private:
   std::vector<Task> tasks_;
-  std::vector<join_member<value_type>*> members_;
+  std::vector<counted_ref<join_member<value_type>>> members_;
 };
 
 }  // namespace coral::detail

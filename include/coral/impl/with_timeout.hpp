@@ -100,7 +100,7 @@ class timed_awaiter : protected join_awaiter_base {
   std::chrono::steady_clock::time_point deadline_;
   task_segment* segment_ = nullptr;
   deadline_watch* watch_ = nullptr;  // while the awaiter waits
-  join_member<value_type>* member_ = nullptr;
+  counted_ref<join_member<value_type>> member_;
 };
 
 // `limit`: a duration (the deadline is fixed when the task starts, not when it is created) or a
