@@ -6,8 +6,8 @@
 // on one end of a socket pair.
 //
 // Policies (RFC 9112 / 9110):
-// - A header over 8 KiB is answered 431 (414 when the request line alone does not fit in 8 KiB:
-//   its target is too long), a body over 1 MiB 413, a malformed request 400, a request not complete within
+// - A request line over 8 KiB is answered 414 (its target is too long), header fields over 8 KiB
+//   431, a body over 1 MiB 413, a malformed request 400, a request not complete within
 //   the request timeout (slowloris) 408. Also 400: a chunk-size line (with its extensions) or a
 //   trailer section over 64 KiB, an HTTP/1.1 request without exactly one Host, a Host that is not
 //   host[:port], a Transfer-Encoding that is not a list of tokens whose last is chunked (a
