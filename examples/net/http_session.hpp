@@ -343,14 +343,18 @@ inline bool skip_empty_lines(beast::flat_buffer& buffer) {
 }
 
 // Reads until the request line at the front of `buffer` is complete; false if it does not end
-// within the header limit.
+// within the header limit. A client that ends its side in the middle of it sent a partial
+// message, as Beast would say (400).
 template <class Socket>
 coral::task<bool> read_request_line(Socket& socket, beast::flat_buffer& buffer) {
   for (;;) {
     const std::string_view front(static_cast<const char*>(buffer.data().data()), std::min(buffer.size(), header_limit));
     if (front.find('\n') != std::string_view::npos) co_return true;
     if (buffer.size() >= header_limit) co_return false;
-    buffer.commit(co_await socket.async_read_some(buffer.prepare(4096), coral::use_task));
+    auto [error, n] = co_await socket.async_read_some(buffer.prepare(4096), asio::as_tuple(coral::use_task));
+    if (error == asio::error::eof) throw boost::system::system_error(http::error::partial_message);
+    if (error) throw boost::system::system_error(error);
+    buffer.commit(n);
   }
 }
 

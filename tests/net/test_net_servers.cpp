@@ -745,6 +745,16 @@ BOOST_AUTO_TEST_CASE(http_a_target_over_the_limit_is_414) {
            "\r\n\r\n");
     expect_refusal(c, 431, "a long target with fields over the limit");
   }
+  // A request line that its client ends in the middle of: 400, as for a header cut short.
+  {
+    http_connection c(server.endpoint());
+    c.send("GET /sta");
+    c.socket.shutdown(tcp::socket::shutdown_send);
+    const auto res = c.receive();
+    BOOST_TEST(res.result_int() == 400);
+    BOOST_TEST(!res.keep_alive());
+    BOOST_TEST((wait_for_close(c.socket) == asio::error::eof));
+  }
   // A long target that fits is served, and the connection goes on.
   http_connection c(server.endpoint());
   auto res = c.get("/?" + std::string(7000, 'q'));
