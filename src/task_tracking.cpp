@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <span>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -513,88 +514,60 @@ struct frame_snapshot {
   std::uint32_t line;
 };
 
+// A live task's record as it was at the dump, copied under the registry's lock; made readable
+// (source places, executor names) only for the tasks a dump lists.
 struct task_snapshot {
   std::uint64_t id, parent, spawned_by;
-  std::string name, spawned_at, executor;
+  std::string name;
+  detail::source_place spawned_at;
+  detail::executor_kind context_kind;
+  const void* context;
+  const std::type_info* executor_type;
+  bool strand;
   detail::task_record::state state;
   detail::wait_kind waits_on;
   std::int64_t wait_detail, since_ns, created_ns, busy_ns;
   std::uint64_t resumes;
   std::uint16_t depth;
-  std::vector<frame_snapshot> frames;  // innermost first
+  frame_snapshot frames[detail::task_record::max_frames];  // innermost first
+
+  std::span<const frame_snapshot> recorded_frames() const noexcept {
+    return {frames, std::min<std::size_t>(depth, detail::task_record::max_frames)};
+  }
+  std::string spawned_at_text() const { return detail::where(spawned_at); }
+  std::string executor_text() const { return detail::describe_executor(context_kind, context, executor_type, strand); }
 };
 
 std::vector<task_snapshot> snapshot_tasks() {
-  // Copied as they are under the registry's lock, which every task start and end takes; made
-  // readable (source places, executor names) after it.
-  struct raw_task {
-    std::uint64_t id, parent, spawned_by;
-    std::string name;
-    detail::source_place spawned_at;
-    detail::executor_kind context_kind;
-    const void* context;
-    const std::type_info* executor_type;
-    bool strand;
-    detail::task_record::state state;
-    detail::wait_kind waits_on;
-    std::int64_t wait_detail, since_ns, created_ns, busy_ns;
-    std::uint64_t resumes;
-    std::uint16_t depth;
-    frame_snapshot frames[detail::task_record::max_frames];
-  };
-  std::vector<raw_task> raw;
-  {
-    auto& r = detail::the_registry();
-    std::lock_guard lock(r.mutex);
-    raw.reserve(r.count);
-    for (const detail::task_record* t = r.newest; t; t = t->next) {
-      raw_task& c = raw.emplace_back();
-      c.id = t->id;
-      c.parent = t->parent;
-      c.spawned_by = t->spawned_by;
-      c.name = t->name;
-      c.spawned_at = t->spawned_at;
-      c.context_kind = t->context_kind;
-      c.context = t->context;
-      c.executor_type = t->executor_type;
-      c.strand = t->strand;
-      c.state = t->current.load(std::memory_order_relaxed);
-      c.waits_on = t->waits_on.load(std::memory_order_relaxed);
-      c.wait_detail = t->wait_detail.load(std::memory_order_relaxed);
-      c.since_ns = t->since_ns.load(std::memory_order_relaxed);
-      c.created_ns = t->created_ns;
-      c.busy_ns = t->busy_ns.load(std::memory_order_relaxed);
-      c.resumes = t->resumes.load(std::memory_order_relaxed);
-      c.depth = t->depth.load(std::memory_order_relaxed);
-      const auto recorded = std::min<std::uint16_t>(c.depth, detail::task_record::max_frames);
-      for (std::uint16_t i = 0; i < recorded; ++i) {
-        const auto& f = t->frames[recorded - 1 - i];  // innermost first
-        c.frames[i] = {f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
-                       f.line.load(std::memory_order_relaxed)};
-      }
-    }
-  }
   std::vector<task_snapshot> tasks;
-  tasks.reserve(raw.size());
-  for (auto& c : raw) {
-    task_snapshot s{c.id,
-                    c.parent,
-                    c.spawned_by,
-                    std::move(c.name),
-                    detail::where(c.spawned_at),
-                    detail::describe_executor(c.context_kind, c.context, c.executor_type, c.strand),
-                    c.state,
-                    c.waits_on,
-                    c.wait_detail,
-                    c.since_ns,
-                    c.created_ns,
-                    c.busy_ns,
-                    c.resumes,
-                    c.depth,
-                    {}};
+  auto& r = detail::the_registry();
+  std::lock_guard lock(r.mutex);
+  tasks.reserve(r.count);
+  for (const detail::task_record* t = r.newest; t; t = t->next) {
+    task_snapshot& c = tasks.emplace_back();
+    c.id = t->id;
+    c.parent = t->parent;
+    c.spawned_by = t->spawned_by;
+    c.name = t->name;
+    c.spawned_at = t->spawned_at;
+    c.context_kind = t->context_kind;
+    c.context = t->context;
+    c.executor_type = t->executor_type;
+    c.strand = t->strand;
+    c.state = t->current.load(std::memory_order_relaxed);
+    c.waits_on = t->waits_on.load(std::memory_order_relaxed);
+    c.wait_detail = t->wait_detail.load(std::memory_order_relaxed);
+    c.since_ns = t->since_ns.load(std::memory_order_relaxed);
+    c.created_ns = t->created_ns;
+    c.busy_ns = t->busy_ns.load(std::memory_order_relaxed);
+    c.resumes = t->resumes.load(std::memory_order_relaxed);
+    c.depth = t->depth.load(std::memory_order_relaxed);
     const auto recorded = std::min<std::uint16_t>(c.depth, detail::task_record::max_frames);
-    s.frames.assign(c.frames, c.frames + recorded);
-    tasks.push_back(std::move(s));
+    for (std::uint16_t i = 0; i < recorded; ++i) {
+      const auto& f = t->frames[recorded - 1 - i];  // innermost first
+      c.frames[i] = {f.file.load(std::memory_order_relaxed), f.function.load(std::memory_order_relaxed),
+                     f.line.load(std::memory_order_relaxed)};
+    }
   }
   return tasks;
 }
@@ -714,7 +687,7 @@ std::size_t tracked_task_count() noexcept {
   return r.count;
 }
 
-void dump_tasks(std::ostream& out) {
+void dump_tasks(std::ostream& out, std::size_t limit) {
   if (!CORAL_TASK_TRACKING) {
     out << "coral: task tracking is not compiled in (coral was built with the CMake option CORAL_TASK_TRACKING=OFF)\n";
     return;
@@ -723,9 +696,12 @@ void dump_tasks(std::ostream& out) {
   const std::int64_t now = detail::now_ns();
   std::ostringstream s;
   s << "coral: " << tasks.size() << (tasks.size() == 1 ? " task" : " tasks");
+  if (tasks.size() > limit) s << ", the first " << limit << " listed";
   if (!task_tracking()) s << " (tracking is off: tasks started now are not listed)";
   s << '\n';
-  for (const auto& [t, depth] : in_tree_order(tasks)) {
+  auto order = in_tree_order(tasks);
+  if (order.size() > limit) order.resize(limit);
+  for (const auto& [t, depth] : order) {
     const std::string indent(static_cast<std::size_t>(depth) * 2, ' ');
     s << indent << "task " << t->id;
     if (!t->name.empty()) s << " \"" << t->name << '"';
@@ -736,19 +712,19 @@ void dump_tasks(std::ostream& out) {
       if (t->waits_on == detail::wait_kind::sleep) s << " (due in " << seconds(t->wait_detail - now) << ')';
     }
     s << '\n';
-    s << indent << "    on " << t->executor << "; age " << seconds(now - t->created_ns) << ", " << t->resumes
+    s << indent << "    on " << t->executor_text() << "; age " << seconds(now - t->created_ns) << ", " << t->resumes
       << (t->resumes == 1 ? " resume, " : " resumes, ") << seconds(t->busy_ns) << " running\n";
     if (t->parent) {
       s << indent << "    awaited by task " << t->parent << '\n';
     } else {
-      s << indent << "    spawned at " << t->spawned_at;
+      s << indent << "    spawned at " << t->spawned_at_text();
       if (t->spawned_by) s << " by task " << t->spawned_by;
       s << '\n';
     }
     const char* label = t->state == detail::task_record::state::suspended ? "waits at" : "last waited at";
-    if (!t->frames.empty()) s << indent << "    " << label << ":\n";
+    if (!t->recorded_frames().empty()) s << indent << "    " << label << ":\n";
     int n = 0;
-    for (const auto& f : t->frames) {
+    for (const auto& f : t->recorded_frames()) {
       s << indent << "      #" << n++ << ' ' << detail::where(f.file, f.function, f.line) << '\n';
     }
     if (t->depth > detail::task_record::max_frames) {
@@ -758,24 +734,26 @@ void dump_tasks(std::ostream& out) {
   out << s.str();
 }
 
-void dump_tasks_json(std::ostream& out) {
+void dump_tasks_json(std::ostream& out, std::size_t limit) {
   std::ostringstream s;
   s << "{\"schema\":1,\"compiled_in\":" << (CORAL_TASK_TRACKING ? "true" : "false")
     << ",\"tracking\":" << (task_tracking() ? "true" : "false");
   const auto tasks = CORAL_TASK_TRACKING ? snapshot_tasks() : std::vector<task_snapshot>{};
   const std::int64_t now = detail::now_ns();
-  s << ",\"tasks\":[";
+  s << ",\"total\":" << tasks.size() << ",\"tasks\":[";
+  auto order = in_tree_order(tasks);
+  if (order.size() > limit) order.resize(limit);
   bool first = true;
-  for (const auto& [t, depth] : in_tree_order(tasks)) {
+  for (const auto& [t, depth] : order) {
     static_cast<void>(depth);
     if (!first) s << ',';
     first = false;
     s << "{\"id\":" << t->id << ",\"name\":";
     write_json_string(s, t->name);
     s << ",\"parent\":" << t->parent << ",\"spawned_by\":" << t->spawned_by << ",\"spawned_at\":";
-    write_json_string(s, t->spawned_at);
+    write_json_string(s, t->spawned_at_text());
     s << ",\"executor\":";
-    write_json_string(s, t->executor);
+    write_json_string(s, t->executor_text());
     s << ",\"state\":\"" << state_name(t->state) << "\",\"state_for_ns\":" << (now - t->since_ns)
       << ",\"age_ns\":" << (now - t->created_ns) << ",\"resumes\":" << t->resumes << ",\"busy_ns\":" << t->busy_ns;
     s << ",\"waits_on\":\"" << (t->state == detail::task_record::state::suspended ? detail::to_string(t->waits_on) : "")
@@ -787,8 +765,9 @@ void dump_tasks_json(std::ostream& out) {
       s << ",\"due_in_ns\":" << (t->wait_detail - now);
     }
     s << ",\"frames\":[";
-    for (std::size_t i = 0; i < t->frames.size(); ++i) {
-      const auto& f = t->frames[i];
+    const auto frames = t->recorded_frames();
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const auto& f = frames[i];
       if (i) s << ',';
       s << "{\"file\":";
       write_json_string(s, f.file ? f.file : "");

@@ -620,6 +620,48 @@ BOOST_AUTO_TEST_CASE(tasks_that_ended_are_not_listed_and_a_million_tasks_leave_t
   BOOST_TEST(tasks_now().empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_dump_lists_at_most_its_limit_and_always_says_how_many_there_are) {
+  tracking_on tracking;
+  coral::event_loop loop;
+  coral::event release;
+  std::vector<coral::job<void>> jobs;
+  for (int i = 0; i < 10; ++i) {
+    jobs.push_back(coral::spawn(loop.get_executor(), [&, i]() -> coral::task<> {
+      co_await coral::this_task::set_name("waiter " + std::to_string(i));
+      co_await release.wait();
+    }));
+    suspended_named("waiter " + std::to_string(i), "event wait");  // (each longer in its state than the next)
+  }
+  auto occurrences = [](const std::string& text, const std::string& part) {
+    int n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  std::ostringstream three;
+  coral::dump_tasks(three, 3);
+  BOOST_TEST(three.str().starts_with("coral: 10 tasks, the first 3 listed\n"), three.str());
+  BOOST_TEST(occurrences(three.str(), "\ntask ") == 3, three.str());
+  for (int i = 0; i < 10; ++i) {  // the first in the dump's order: the longest in their state
+    const bool listed = three.str().find("\"waiter " + std::to_string(i) + "\"") != std::string::npos;
+    BOOST_TEST(listed == (i < 3), i << three.str());
+  }
+  std::ostringstream all, enough;
+  coral::dump_tasks(all);
+  coral::dump_tasks(enough, 10);
+  BOOST_TEST(all.str().starts_with("coral: 10 tasks\n"), all.str());
+  BOOST_TEST(occurrences(all.str(), "\ntask ") == 10, all.str());
+  BOOST_TEST(occurrences(enough.str(), "\ntask ") == 10, enough.str());
+  for (const std::size_t limit : {std::size_t{0}, std::size_t{3}, coral::all_tasks}) {
+    std::ostringstream out;
+    coral::dump_tasks_json(out, limit);
+    const auto dump = json::parse(out.str()).as_object();
+    BOOST_TEST(dump.at("total").as_int64() == 10);
+    BOOST_TEST(dump.at("tasks").as_array().size() == std::min<std::size_t>(limit, 10));
+  }
+  release.set();
+  for (auto& j : jobs) get_within(j);
+}
+
 BOOST_AUTO_TEST_CASE(a_task_started_while_tracking_is_off_is_not_listed) {
   coral::event_loop loop;
   coral::event release;
@@ -775,9 +817,7 @@ BOOST_AUTO_TEST_CASE(a_sleep_held_up_past_its_deadline_by_a_blocking_handler_is_
     co_await coral::sleep_for(std::chrono::milliseconds(5));
   });
   // A plain Asio handler that keeps the thread 60 ms, once the sleeper sleeps.
-  asio::post(io, [] {
-    spin_for(std::chrono::milliseconds(60));
-  });
+  asio::post(io, [] { spin_for(std::chrono::milliseconds(60)); });
   io.run();
   get_within(sleeper);
   const auto reports = stalls.made();

@@ -1,5 +1,6 @@
 // Line-based chat: every line a client sends goes to every client in the room, the sender too.
-//   chat_server [--port 55555] [--threads 1 | --io-pool N] [--grace-ms 5000] [--backlog-bytes 1048576]
+//   chat_server [--bind 127.0.0.1] [--port 55555] [--threads 1 | --io-pool N] [--grace-ms 5000] [--backlog-bytes
+//   1048576]
 //               [--write-timeout-ms 10000]
 // Try it: `nc localhost 55555` in two terminals. The connection, the room and their policies are
 // in chat_session.hpp.

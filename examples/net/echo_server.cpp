@@ -1,5 +1,6 @@
 // TCP echo server: one coral task per connection (echo_session.hpp).
-//   echo_server [--port 55555] [--threads 1 | --io-pool N] [--idle-timeout-ms 30000] [--grace-ms 5000]
+//   echo_server [--bind 127.0.0.1] [--port 55555] [--threads 1 | --io-pool N] [--idle-timeout-ms 30000] [--grace-ms
+//   5000]
 // Try it: `nc localhost 55555`. A connection idle for the timeout is closed; SIGINT / SIGTERM shut
 // the server down gracefully (server.hpp).
 #include "echo_session.hpp"

@@ -6,13 +6,23 @@
 // on one end of a socket pair.
 //
 // Policies (RFC 9112 / 9110):
-// - A header over 8 KiB is answered 431, a body over 1 MiB 413, a malformed request 400, a request
-//   not complete within the request timeout (slowloris) 408. Also 400: a chunk-size line (with its
-//   extensions) or a trailer section over 64 KiB, an HTTP/1.1 request without exactly one Host,
-//   a Host that is not host[:port], a Transfer-Encoding whose final coding is not chunked (or any
-//   in HTTP/1.0), a target that is neither origin-form (/path?query) nor absolute-form
-//   (http://host[:port]/path?query, no userinfo). A coding before the final chunked (gzip, say)
-//   gets 501: the server decodes none. An Expect other than 100-continue gets 417.
+// - A request line over 8 KiB is answered 414 (its target is too long), header fields over 8 KiB
+//   431, a body over 1 MiB 413, a malformed request 400, a request not complete within
+//   the request timeout (slowloris) 408. Also 400: a chunk-size line (with its extensions) or a
+//   trailer section over 64 KiB, an HTTP/1.1 request without exactly one Host, a Host that is not
+//   host[:port], a Transfer-Encoding that is not a list of tokens whose last is chunked (a
+//   parameter, "chunked;q=1", fails it; so does any in HTTP/1.0), a target that is neither
+//   origin-form (/path?query) nor absolute-form (http://host[:port]/path?query, no userinfo). A
+//   coding before the final chunked (gzip, say) gets 501: the server decodes none. An Expect other
+//   than 100-continue gets 417. A method the server does not know gets 501 (one it knows that a
+//   route does not allow, 405 with Allow); HTTP/2 and later (and before 1.0) 505.
+// - HTTP/1.x with x > 1 is served as HTTP/1.1 (RFC 9110 6.2). Every response says HTTP/1.1; one to
+//   an HTTP/1.0 client keeps the connection only when the client asked for it ("Connection:
+//   keep-alive"), and then says so too.
+// - Routes compare the target's path as sent, segment by segment: a percent-encoded byte is not
+//   decoded first, so "%2F" never separates segments. The debug routes are served only to the
+//   connections of the private listener (http_server's --debug-port, on 127.0.0.1), which serves
+//   nothing else; to the others they do not exist (404).
 // - Each refusal closes the connection gracefully, and so does any close with requests still
 //   unread: the send side first, then what the client still sends is read and dropped (at most
 //   16 MiB, for at most the request timeout) before the close, so that a client still sending
@@ -36,9 +46,12 @@
 #include <cctype>
 #include <charconv>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "server.hpp"
 
@@ -55,6 +68,9 @@ using request_parser = http::request_parser<http::string_body>;
 
 inline constexpr std::size_t header_limit = 8 * 1024;
 inline constexpr std::size_t body_limit = 1024 * 1024;
+// The longest task dump /debug/tasks lists (?limit=N), and the default.
+inline constexpr long dump_limit_max = 1000;
+inline constexpr long dump_limit_default = 100;
 // What the read buffer may hold: the largest part of a request Beast parses in one piece (a header,
 // a chunk-size line with its extensions, a trailer section) must fit in it.
 inline constexpr std::size_t read_buffer_limit = 64 * 1024;
@@ -90,16 +106,28 @@ struct server_context {
 // What a request asks for, known from its header.
 enum class route { root, sleep, stream, echo, stats, debug_tasks, debug_tasks_json, not_found, method_not_allowed };
 
+// The routes a connection is served: the demo's (the public listener), or the debug routes alone
+// (the private one).
+enum class routes { demo, debug };
+
 template <class Socket, class Message>
 coral::task<> write_message(Socket& socket, Message& m) {
   co_await http::async_write(socket, m, coral::use_task);
 }
 
+// Whether the connection stays open after `res`, an HTTP/1.1 response to `req`: an HTTP/1.0
+// client keeps it only when the response says keep-alive (RFC 9112 9.3, C.2.2).
+template <class Response>
+void keep_alive(Response& res, const request& req, bool on) {
+  res.keep_alive(on);
+  if (on && req.version() < 11) res.set(http::field::connection, "keep-alive");
+}
+
 inline response text(const request& req, http::status status, std::string body, const char* type = "text/plain") {
-  response res{status, req.version()};
+  response res{status, 11};
   res.set(http::field::server, "coral");
   res.set(http::field::content_type, type);
-  res.keep_alive(req.keep_alive());
+  keep_alive(res, req, req.keep_alive());
   res.body() = std::move(body);
   res.prepare_payload();
   return res;
@@ -184,9 +212,20 @@ inline std::optional<urls::url_view> target_of(const request& req) {
   return origin ? std::optional<urls::url_view>(*origin) : std::nullopt;
 }
 
-inline std::string path_of(const urls::url_view& target) {
-  std::string path = target.path();
+// The target's path as sent (percent-encoded bytes as they came).
+inline std::string_view path_of(const urls::url_view& target) {
+  const std::string_view path(target.encoded_path().data(), target.encoded_path().size());
   return path.empty() ? "/" : path;  // (http://host is http://host/)
+}
+
+// Whether the target's path is `expected`, segment by segment, compared as sent: "%2F" in a
+// segment is three characters of it, never a separator ("/" and "" have no segments).
+inline bool path_is(const urls::url_view& target, std::initializer_list<std::string_view> expected) {
+  const auto segments = target.encoded_segments();
+  return std::equal(segments.begin(), segments.end(), expected.begin(), expected.end(),
+                    [](const urls::pct_string_view& segment, std::string_view e) {
+                      return std::string_view(segment.data(), segment.size()) == e;
+                    });
 }
 
 inline std::optional<long> query_number(const std::optional<urls::url_view>& target, std::string_view name) {
@@ -201,55 +240,87 @@ inline std::optional<long> query_number(const std::optional<urls::url_view>& tar
 }
 
 // (`target`: target_of(req), taken apart once per request.)
-inline route route_of(const request& req, const std::optional<urls::url_view>& target) {
-  const std::string path = target ? path_of(*target) : std::string();
+inline route route_of(const request& req, const std::optional<urls::url_view>& target, routes served) {
+  if (!target) return route::not_found;
   const bool read_only = req.method() == http::verb::get || req.method() == http::verb::head;
   auto only_if = [](bool allowed, route r) { return allowed ? r : route::method_not_allowed; };
-  if (path == "/") return only_if(read_only, route::root);
-  if (path == "/sleep") return only_if(read_only, route::sleep);
-  if (path == "/stream") return only_if(read_only, route::stream);
-  if (path == "/stats") return only_if(read_only, route::stats);
-  if (path == "/debug/tasks") return only_if(read_only, route::debug_tasks);
-  if (path == "/debug/tasks.json") return only_if(read_only, route::debug_tasks_json);
-  if (path == "/echo") return only_if(req.method() == http::verb::post, route::echo);
+  if (served == routes::debug) {
+    if (path_is(*target, {"debug", "tasks"})) return only_if(read_only, route::debug_tasks);
+    if (path_is(*target, {"debug", "tasks.json"})) return only_if(read_only, route::debug_tasks_json);
+    return route::not_found;
+  }
+  if (path_is(*target, {})) return only_if(read_only, route::root);
+  if (path_is(*target, {"sleep"})) return only_if(read_only, route::sleep);
+  if (path_is(*target, {"stream"})) return only_if(read_only, route::stream);
+  if (path_is(*target, {"stats"})) return only_if(read_only, route::stats);
+  if (path_is(*target, {"echo"})) return only_if(req.method() == http::verb::post, route::echo);
   return route::not_found;
 }
 
 inline response not_served(const request& req, route r, const std::optional<urls::url_view>& target) {
   if (r == route::not_found) {
-    return text(req, http::status::not_found, "no such page: " + (target ? path_of(*target) : "") + "\n");
+    return text(req, http::status::not_found,
+                "no such page: " + std::string(target ? path_of(*target) : std::string_view()) + "\n");
   }
   auto res = text(req, http::status::method_not_allowed, "method not allowed\n");
-  res.set(http::field::allow, target && path_of(*target) == "/echo" ? "POST" : "GET, HEAD");
+  res.set(http::field::allow, target && path_is(*target, {"echo"}) ? "POST" : "GET, HEAD");
   return res;
 }
 
-// Whether the request's transfer codings (every Transfer-Encoding line) are chunked alone.
-inline bool chunked_alone(const request& req) {
-  std::size_t codings = 0;
+// The codings of every Transfer-Encoding line, in order; nothing unless each line is a list of
+// tokens (RFC 9110 5.6.1, 5.6.2: any byte other than a token's, a comma or white space fails it,
+// a parameter's ";" among them).
+inline std::optional<std::vector<std::string_view>> transfer_codings(const request& req) {
+  std::vector<std::string_view> codings;
   const auto [first, last] = req.equal_range(http::field::transfer_encoding);
   for (auto line = first; line != last; ++line) {
-    for (const auto& coding : http::token_list(line->value())) {
-      if (++codings > 1 || !equal_ignoring_case(coding, "chunked")) return false;
-    }
+    const http::opt_token_list list(line->value());
+    if (!http::validate_list(list)) return std::nullopt;
+    for (const auto coding : list) codings.emplace_back(coding.data(), coding.size());
   }
-  return codings == 1;
+  return codings;
 }
 
-// The refusal a request's header earns on its own (framing, Host, target, Expect), if any.
+// The methods the server knows (RFC 9110 9.3, and PATCH): a route that does not allow one
+// answers 405; any other method is 501.
+inline bool known_method(http::verb method) {
+  using http::verb;
+  switch (method) {
+    case verb::get:
+    case verb::head:
+    case verb::post:
+    case verb::put:
+    case verb::delete_:
+    case verb::connect:
+    case verb::options:
+    case verb::trace:
+    case verb::patch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The refusal a request's header earns on its own (version, framing, Host, method, target,
+// Expect), if any.
 inline std::optional<response> check_header(const request_parser& parser) {
   const request& req = parser.get();
   if (req.count(http::field::transfer_encoding) > 0) {
-    // RFC 9112 6.3: the body's length cannot be known; 6.1: HTTP/1.0 has no transfer codings.
-    if (!parser.chunked() || req.version() < 11)
+    // RFC 9112 6.1: HTTP/1.0 has no transfer codings; 6.3: unless the final coding is chunked,
+    // the body's length cannot be known. A coding whose syntax is not a token's is no coding the
+    // server can agree on with every other reader of the request: refused too.
+    const auto codings = transfer_codings(req);
+    if (req.version() < 11 || !codings || codings->empty() || !equal_ignoring_case(codings->back(), "chunked") ||
+        !parser.chunked())
       return refusal(http::status::bad_request, "unsupported transfer encoding");
     // RFC 9112 6.1: a coding the server does not understand (before the final chunked).
-    if (!chunked_alone(req)) return refusal(http::status::not_implemented, "transfer coding not implemented");
+    if (codings->size() > 1) return refusal(http::status::not_implemented, "transfer coding not implemented");
   }
   // RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one before, and a valid one.
   const auto hosts = req.count(http::field::host);
   if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return refusal(http::status::bad_request, "bad Host");
   if (hosts == 1 && !valid_host_and_port(req[http::field::host])) return refusal(http::status::bad_request, "bad Host");
+  if (!known_method(req.method())) return refusal(http::status::not_implemented, "method not implemented");
   if (!target_of(req)) return refusal(http::status::bad_request, "bad request target");
   const auto expect = req[http::field::expect];
   if (req.count(http::field::expect) > 0 && req.version() >= 11 && !equal_ignoring_case(expect, "100-continue"))
@@ -271,17 +342,57 @@ inline bool skip_empty_lines(beast::flat_buffer& buffer) {
   return buffer.size() > 0;
 }
 
+// Reads until the request line at the front of `buffer` is complete; false if it does not end
+// within the header limit. A client that ends its side in the middle of it sent a partial
+// message, as Beast would say (400).
+template <class Socket>
+coral::task<bool> read_request_line(Socket& socket, beast::flat_buffer& buffer) {
+  for (;;) {
+    const std::string_view front(static_cast<const char*>(buffer.data().data()), std::min(buffer.size(), header_limit));
+    if (front.find('\n') != std::string_view::npos) co_return true;
+    if (buffer.size() >= header_limit) co_return false;
+    auto [error, n] = co_await socket.async_read_some(buffer.prepare(4096), asio::as_tuple(coral::use_task));
+    if (error == asio::error::eof) throw boost::system::system_error(http::error::partial_message);
+    if (error) throw boost::system::system_error(error);
+    buffer.commit(n);
+  }
+}
+
+// Makes the version of the (complete) request line at the front of `buffer` one that Beast
+// parses, which is HTTP/1.0 or 1.1 alone: HTTP/1.x with x > 1 is rewritten HTTP/1.1 (RFC 9110
+// 6.2: served as the highest minor version the server has). False for another major version
+// (505). A version that is not HTTP/d.d is left for the parser to refuse.
+inline bool accept_version(beast::flat_buffer& buffer) {
+  char* const line = static_cast<char*>(buffer.data().data());
+  std::size_t end = std::string_view(line, buffer.size()).find('\n');
+  if (end == std::string_view::npos) return true;  // (read_request_line() saw one)
+  if (end > 0 && line[end - 1] == '\r') --end;
+  if (end < 9 || line[end - 9] != ' ') return true;
+  char* const version = line + end - 8;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (std::string_view(version, 5) != "HTTP/" || !digit(version[5]) || version[6] != '.' || !digit(version[7]))
+    return true;
+  if (version[5] != '1') return false;
+  if (version[7] > '1') version[7] = '1';
+  return true;
+}
+
 // Reads the next request into `parser`: the refusal to send instead of an answer, if any.
 template <class Socket>
-coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat_buffer& buffer,
-                                                     request_parser& parser) {
+coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat_buffer& buffer, request_parser& parser,
+                                                     routes served) {
   while (!skip_empty_lines(buffer))
     buffer.commit(co_await socket.async_read_some(buffer.prepare(512), coral::use_task));
+  // RFC 9112 3: a request line longer than the server reads is 414, its target being what is long.
+  if (!co_await read_request_line(socket, buffer))
+    co_return refusal(http::status::uri_too_long, "request target too long");
+  if (!accept_version(buffer))
+    co_return refusal(http::status::http_version_not_supported, "HTTP version not supported");
   co_await http::async_read_header(socket, buffer, parser, coral::use_task);
   if (auto refused = check_header(parser)) co_return refused;
   if (expects_continue(parser.get())) {
     const auto target = target_of(parser.get());
-    const route r = route_of(parser.get(), target);
+    const route r = route_of(parser.get(), target, served);
     if (r == route::not_found || r == route::method_not_allowed) {
       auto final_status = not_served(parser.get(), r, target);
       final_status.keep_alive(false);  // (the body is not read)
@@ -333,10 +444,10 @@ coral::task<> refuse(Socket& socket, response& res, const server_context& server
 template <class Socket>
 coral::task<bool> stream(Socket& socket, const request& req, long n, server_context& server) {
   const bool chunked = req.version() >= 11;
-  http::response<http::empty_body> res{http::status::ok, req.version()};
+  http::response<http::empty_body> res{http::status::ok, 11};
   res.set(http::field::server, "coral");
   res.set(http::field::content_type, "text/plain");
-  res.keep_alive(chunked && req.keep_alive() && !server.stopping.is_set());
+  keep_alive(res, req, chunked && req.keep_alive() && !server.stopping.is_set());
   res.chunked(chunked);
   http::response_serializer<http::empty_body> serializer{res};
   co_await coral::with_timeout(server.request_timeout, [&]() -> coral::task<> {
@@ -369,11 +480,11 @@ coral::task<bool> stream(Socket& socket, const request& req, long n, server_cont
 
 // Answers one request; false if the connection must close afterwards.
 template <class Socket>
-coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
+coral::task<bool> answer(Socket& socket, request& req, server_context& server, routes served) {
   alive in_flight(server.stats.requests_in_flight);
   std::optional<response> res;
   const auto target = target_of(req);
-  switch (const route r = route_of(req, target)) {
+  switch (const route r = route_of(req, target, served)) {
     case route::root:
       res = text(req, http::status::ok, "hello from coral\n");
       break;
@@ -409,14 +520,24 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server) {
     }
     case route::debug_tasks:
     case route::debug_tasks_json: {
-      // What every task of the server is doing (coral/task_tracking.hpp): listed when the server
-      // runs with CORAL_TASK_TRACKING=1 in its environment.
+      // What the server's tasks are doing (coral/task_tracking.hpp): listed when the server runs
+      // with CORAL_TASK_TRACKING=1 in its environment; at most ?limit=N of them, and how many
+      // there are.
+      const auto limit = target->params().find("limit") != target->params().end()
+                             ? query_number(target, "limit")
+                             : std::optional<long>(dump_limit_default);
+      if (!limit || *limit > dump_limit_max) {
+        res = text(req, http::status::bad_request,
+                   "?limit=N, N from 0 to " + std::to_string(dump_limit_max) + " (default " +
+                       std::to_string(dump_limit_default) + ")\n");
+        break;
+      }
       std::ostringstream dump;
       if (r == route::debug_tasks) {
-        coral::dump_tasks(dump);
+        coral::dump_tasks(dump, static_cast<std::size_t>(*limit));
         res = text(req, http::status::ok, dump.str());
       } else {
-        coral::dump_tasks_json(dump);
+        coral::dump_tasks_json(dump, static_cast<std::size_t>(*limit));
         res = text(req, http::status::ok, dump.str(), "application/json");
       }
       break;
@@ -444,9 +565,10 @@ inline std::optional<response> refusal_for(const boost::system::error_code& e) {
   return std::nullopt;
 }
 
-// One connection, until the client leaves, a refusal, an idle timeout or the shutdown.
+// One connection, until the client leaves, a refusal, an idle timeout or the shutdown; `served`:
+// the routes of the listener that accepted it.
 template <class Socket>
-coral::task<> session(Socket socket, server_context& server) {
+coral::task<> session(Socket socket, server_context& server, routes served = routes::demo) {
   co_await name_session("http", socket);
   shutdown_signal::session me(server.stopping, socket, co_await coral::this_task::executor);
   alive counted(server.stats.tasks_alive);
@@ -461,7 +583,7 @@ coral::task<> session(Socket socket, server_context& server) {
       parser.body_limit(body_limit);
       std::optional<response> refused;
       try {
-        refused = co_await coral::with_timeout(server.request_timeout, receive_request(socket, buffer, parser));
+        refused = co_await coral::with_timeout(server.request_timeout, receive_request(socket, buffer, parser, served));
       } catch (const coral::timeout_error&) {
         refused = refusal(http::status::request_timeout, "request timeout");
       } catch (const boost::system::system_error& e) {
@@ -475,7 +597,7 @@ coral::task<> session(Socket socket, server_context& server) {
       }
       request req = parser.release();
       if (server.on_request) server.on_request(req);
-      if (!co_await answer(socket, req, server)) break;
+      if (!co_await answer(socket, req, server, served)) break;
       // A shutdown began meanwhile: the request in flight is answered, no new one is started
       // (a busy keep-alive client might never leave the idle wait's path).
       if (server.stopping.is_set()) break;

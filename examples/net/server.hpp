@@ -14,6 +14,9 @@
 //   --io-pool N: a coral::io_pool, N io_contexts each run by one thread. The acceptor hands each
 //     connection to the next context, where its session lives until it ends: no strands, and no
 //     thread wakes another on a connection's way (docs/tasks.md compares the two, with numbers).
+// Where: --bind ADDRESS (IPv4 or IPv6), 127.0.0.1 unless given: a demo is reachable from this
+// machine only until it is told otherwise (--bind 0.0.0.0, or :: for IPv6 and IPv4). A private
+// listener (http_server's debug routes) is always on 127.0.0.1.
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -30,10 +33,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace net_demo {
@@ -43,6 +48,7 @@ using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
 struct options {
+  asio::ip::address bind = asio::ip::address_v4::loopback();
   unsigned short port = 55555;
   unsigned threads = 1;
   unsigned io_pool = 0;      // 0: one io_context (run by `threads` threads)
@@ -52,17 +58,23 @@ struct options {
   std::chrono::milliseconds grace = 5s;
 };
 
-// --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1]
+// --bind ADDRESS, --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1]
 // [--pin-threads 1], --idle-timeout-ms N, --grace-ms N.
 inline options parse_options(int argc, char* argv[], const char* usage) {
   options o;
   auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "%s\nusage: %s %s\n", why.c_str(), argv[0], usage);
+    std::fprintf(stderr, "%s\nusage: %s [--bind ADDRESS] %s\n", why.c_str(), argv[0], usage);
     std::exit(2);
   };
   for (int i = 1; i < argc; ++i) {
     const std::string_view name = argv[i];
     if (i + 1 == argc) fail("missing value after " + std::string(name));
+    if (name == "--bind") {
+      boost::system::error_code error;
+      o.bind = asio::ip::make_address(argv[++i], error);
+      if (error) fail("--bind: not an IPv4 or IPv6 address: " + std::string(argv[i]));
+      continue;
+    }
     char* end = nullptr;
     const unsigned long value = std::strtoul(argv[++i], &end, 10);
     if (*end != '\0') fail("not a number: " + std::string(argv[i]));
@@ -256,6 +268,17 @@ inline bool out_of_resources(const boost::system::error_code& e) {
          e == errc::not_enough_memory;
 }
 
+// A second listener of a server, on 127.0.0.1 only, whose connections get sessions of their own
+// (http_server's debug routes): `session(socket)` returns each connection's task.
+template <class Session>
+struct private_listener {
+  const char* what;     // announced as "<what> on 127.0.0.1:<port>"
+  unsigned short port;  // 0: any free port
+  Session session;
+};
+// A server without one.
+struct no_private_listener {};
+
 // Where a server listens, and what stops it.
 struct listener {
   std::vector<tcp::acceptor> acceptors;  // one, or one per context of the pool (--reuse-port)
@@ -263,15 +286,18 @@ struct listener {
   asio::signal_set dump_signal;          // SIGUSR1: coral::dump_tasks to stderr
   // Where the session of a connection that `acceptor` accepts lives.
   std::function<asio::any_io_executor(tcp::acceptor&)> session_executor;
+  std::optional<tcp::acceptor> private_acceptor;  // its sessions live on the acceptor's executor
 };
 
 // The server's life: accepts, with `session(socket)` returning each connection's task (spawned
-// into the session group, on the socket's executor), until a signal; then the two phases above.
-template <class Session>
-coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Session session) {
+// into the session group, on the socket's executor), and `private_session(socket)` each one of the
+// private listener's, until a signal; then the two phases above.
+template <class Session, class PrivateSession = std::nullptr_t>
+coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Session session,
+                    [[maybe_unused]] PrivateSession private_session = nullptr) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
-  auto accept_loop = [&](tcp::acceptor& acceptor) -> coral::task<> {
+  auto accept_loop = [&](tcp::acceptor& acceptor, auto& session) -> coral::task<> {
     long failed = 0;  // accepts that failed for want of resources, since the last that did not
     for (;;) {
       auto [error, socket] =
@@ -298,7 +324,10 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Se
   // Each acceptor's loop on the acceptor's own context.
   auto accepting = [&]() -> coral::task<> {
     coral::task_group loops(executor);
-    for (auto& acceptor : l.acceptors) loops.spawn(acceptor.get_executor(), accept_loop(acceptor));
+    for (auto& acceptor : l.acceptors) loops.spawn(acceptor.get_executor(), accept_loop(acceptor, session));
+    if constexpr (!std::is_same_v<PrivateSession, std::nullptr_t>) {
+      loops.spawn(l.private_acceptor->get_executor(), accept_loop(*l.private_acceptor, private_session));
+    }
     co_await loops.join();
   };
   auto signal = [&]() -> coral::task<int> { co_return co_await l.signals.async_wait(coral::use_task); };
@@ -316,6 +345,7 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Se
   std::fflush(stdout);
 
   for (auto& acceptor : l.acceptors) acceptor.close();
+  if (l.private_acceptor) l.private_acceptor->close();
   stopping.set();
   // Phase 2 is with_timeout's: when the grace period is over, it cancels the join, which cancels
   // the sessions, and waits for them.
@@ -334,11 +364,10 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Se
   std::fflush(stdout);
 }
 
-// An acceptor on `context` listening on `port` of every IPv4 address; with `reuse_port`, one of
-// several on the same port, among which the kernel spreads the connections.
-inline tcp::acceptor listening_acceptor(asio::io_context& context, unsigned short port, bool reuse_port) {
+// An acceptor on `context` listening on `where`; with `reuse_port`, one of several on the same
+// port, among which the kernel spreads the connections.
+inline tcp::acceptor listening_acceptor(asio::io_context& context, const tcp::endpoint& where, bool reuse_port) try {
   tcp::acceptor acceptor(context);
-  const tcp::endpoint where(tcp::v4(), port);
   acceptor.open(where.protocol());
   acceptor.set_option(tcp::acceptor::reuse_address(true));
   if (reuse_port) {
@@ -350,14 +379,20 @@ inline tcp::acceptor listening_acceptor(asio::io_context& context, unsigned shor
   acceptor.bind(where);
   acceptor.listen();
   return acceptor;
+} catch (const boost::system::system_error& e) {
+  std::ostringstream what;
+  what << "cannot listen on " << where;
+  throw boost::system::system_error(e.code(), what.str());
 }
 
 // Runs `serve(listener, o, stopping, session)` on o.threads threads sharing an io_context, or on
 // an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
 // before the port is announced: a supervisor that stops the server as soon as it listens gets the
-// graceful shutdown too.
-template <class Session>
-int run(const options& o, shutdown_signal& stopping, Session session) {
+// graceful shutdown too. With a private_listener, its acceptor listens on 127.0.0.1 (whatever
+// --bind says), on the first context.
+template <class Session, class Private = no_private_listener>
+int run(const options& o, shutdown_signal& stopping, Session session, [[maybe_unused]] Private private_side = {}) {
+  constexpr bool has_private = !std::is_same_v<Private, no_private_listener>;
   // A connection is a descriptor: allow as many as the system lets this process have.
   rlimit files{};
   if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
@@ -373,19 +408,39 @@ int run(const options& o, shutdown_signal& stopping, Session session) {
   };
   static swallowed_signals* const swallowed = new swallowed_signals;
   static_cast<void>(swallowed);
-  auto announce = [](const listener& l) {
+  auto announce = [&](const listener& l) {
     std::printf("listening on %u\n", static_cast<unsigned>(l.acceptors.front().local_endpoint().port()));
+    if constexpr (has_private) {
+      std::printf("%s on 127.0.0.1:%u\n", private_side.what,
+                  static_cast<unsigned>(l.private_acceptor->local_endpoint().port()));
+    }
     std::fflush(stdout);
+  };
+  auto listen_privately = [&](listener& l, asio::io_context& context) {
+    if constexpr (has_private) {
+      l.private_acceptor.emplace(
+          listening_acceptor(context, tcp::endpoint(asio::ip::address_v4::loopback(), private_side.port), false));
+    }
+  };
+  auto serving = [&](listener& l) {
+    if constexpr (has_private) {
+      return serve(l, o, stopping, session, private_side.session);
+    } else {
+      return serve(l, o, stopping, session);
+    }
   };
   try {
     if (o.io_pool == 0) {
       asio::io_context io(static_cast<int>(o.threads));
-      listener l{{}, asio::signal_set(io, SIGINT, SIGTERM), asio::signal_set(io, SIGUSR1), [](tcp::acceptor& a) {
-                   return a.get_executor();
-                 }};
-      l.acceptors.push_back(listening_acceptor(io, o.port, false));
+      listener l{{},
+                 asio::signal_set(io, SIGINT, SIGTERM),
+                 asio::signal_set(io, SIGUSR1),
+                 [](tcp::acceptor& a) { return a.get_executor(); },
+                 {}};
+      l.acceptors.push_back(listening_acceptor(io, tcp::endpoint(o.bind, o.port), false));
+      listen_privately(l, io);
       announce(l);
-      auto job = coral::spawn(io.get_executor(), serve(l, o, stopping, session));
+      auto job = coral::spawn(io.get_executor(), serving(l));
       std::vector<std::jthread> threads;
       for (unsigned i = 1; i < o.threads; ++i) threads.emplace_back([&io] { io.run(); });
       io.run();
@@ -395,20 +450,22 @@ int run(const options& o, shutdown_signal& stopping, Session session) {
     }
     coral::io_pool pool(o.io_pool,
                         o.pin_threads ? coral::io_pool::pinning::one_cpu_per_thread : coral::io_pool::pinning::none);
-    listener l{{}, asio::signal_set(pool.context(0), SIGINT, SIGTERM), asio::signal_set(pool.context(0), SIGUSR1), {}};
-    l.acceptors.push_back(listening_acceptor(pool.context(0), o.port, o.reuse_port));
+    listener l{
+        {}, asio::signal_set(pool.context(0), SIGINT, SIGTERM), asio::signal_set(pool.context(0), SIGUSR1), {}, {}};
+    l.acceptors.push_back(listening_acceptor(pool.context(0), tcp::endpoint(o.bind, o.port), o.reuse_port));
+    listen_privately(l, pool.context(0));
     if (o.reuse_port) {
       // Each acceptor's connections stay on its context. (The first one chose the port.)
       const auto port = l.acceptors.front().local_endpoint().port();
       for (std::size_t i = 1; i < pool.size(); ++i)
-        l.acceptors.push_back(listening_acceptor(pool.context(i), port, true));
+        l.acceptors.push_back(listening_acceptor(pool.context(i), tcp::endpoint(o.bind, port), true));
       l.session_executor = [](tcp::acceptor& a) { return a.get_executor(); };
     } else {
       // One acceptor hands the connections to the contexts in turn.
       l.session_executor = [&pool](tcp::acceptor&) { return asio::any_io_executor(pool.get_executor()); };
     }
     announce(l);
-    auto job = coral::spawn(pool.context(0).get_executor(), serve(l, o, stopping, session));
+    auto job = coral::spawn(pool.context(0).get_executor(), serving(l));
     job.wait();
     pool.stop();
     pool.join();

@@ -6,6 +6,7 @@
 //   ...
 //   coral::dump_tasks(std::cerr);            // text: one block per root task, its tree indented
 //   coral::dump_tasks_json(out);             // the same as JSON (schema in docs/observability.md)
+//   coral::dump_tasks(out, 100);             // at most 100 of them; the total is said all the same
 //   co_await coral::this_task::set_name("session 10.0.0.7:5123");
 //   coral::set_stall_detector(10ms);         // reports a task that runs 10 ms without suspending
 //   coral::set_exception_hook(f);            // f(e, trace) each time an exception leaves a coroutine
@@ -35,6 +36,7 @@
 #include <exception>
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,9 +49,14 @@ namespace coral {
 void set_task_tracking(bool on) noexcept;
 bool task_tracking() noexcept;
 
-// Writes every live tracked task: text, or one JSON object.
-void dump_tasks(std::ostream& out);
-void dump_tasks_json(std::ostream& out);
+// Writes the live tracked tasks: text, or one JSON object. At most `limit` of them are listed, the
+// first ones in the dump's order (the roots longest in their state first, each followed by its
+// tree); how many are alive is always said (the text's first line, the JSON's "total"). Only the
+// listed tasks are formatted: a dump's size and cost are bounded by `limit`, apart from copying
+// each live task's record (a few hundred bytes each).
+inline constexpr std::size_t all_tasks = std::numeric_limits<std::size_t>::max();
+void dump_tasks(std::ostream& out, std::size_t limit = all_tasks);
+void dump_tasks_json(std::ostream& out, std::size_t limit = all_tasks);
 
 // How many tracked tasks are alive.
 std::size_t tracked_task_count() noexcept;

@@ -26,6 +26,42 @@ std::vector<std::string> arguments(std::vector<std::string> more = {}) {
   return all;
 }
 
+// The error of a connect to `endpoint` (none: it was accepted).
+boost::system::error_code connect_error(const tcp::endpoint& endpoint) {
+  tcp::socket socket(io, endpoint.protocol());
+  bool done = false;
+  boost::system::error_code error;
+  socket.async_connect(endpoint, [&](boost::system::error_code e) {
+    error = e;
+    done = true;
+  });
+  run_until(done, "connect");
+  return error;
+}
+
+// Whether this machine has ::1.
+bool ipv6_loopback() {
+  tcp::acceptor probe(io);
+  boost::system::error_code error;
+  probe.open(tcp::v6(), error);
+  if (!error) probe.bind({asio::ip::address_v6::loopback(), 0}, error);
+  return !error;
+}
+
+// Runs the server with `arguments` until it exits by itself (it must fail to start): what it
+// said, and its exit status.
+std::pair<std::string, int> run_to_exit(const std::vector<std::string>& arguments) {
+  std::string command = boost::unit_test::framework::master_test_suite().argv[1];
+  for (const auto& a : arguments) command += " '" + a + "'";
+  FILE* out = ::popen((command + " 2>&1 </dev/null").c_str(), "r");
+  BOOST_REQUIRE(out != nullptr);
+  std::string said;
+  char chunk[512];
+  while (const std::size_t n = std::fread(chunk, 1, sizeof chunk, out)) said.append(chunk, n);
+  const int status = ::pclose(out);
+  return {said, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(echo_bytes) {
@@ -377,6 +413,44 @@ void expect_refusal(http_connection& c, int status, const std::string& what) {
   BOOST_TEST((error == asio::error::eof), what << ": " << error.message());
 }
 
+// How many times `part` occurs in `text`.
+int occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// The private listener of a server started with --debug-port, which it announces after its port.
+tcp::endpoint debug_endpoint(server_process& server) {
+  server.wait_for_output("debug routes on 127.0.0.1:");
+  const auto& said = server.output();
+  const auto at = said.find("debug routes on 127.0.0.1:") + 26;
+  return {asio::ip::address_v4::loopback(), static_cast<unsigned short>(std::stoi(said.substr(at)))};
+}
+
+// The response to `raw`, read as bytes up to the end of its header (the status line as sent).
+std::string raw_header(http_connection& c, const std::string& raw) {
+  c.send(raw);
+  auto buffered = [&] { return std::string(static_cast<const char*>(c.buffer.data().data()), c.buffer.size()); };
+  while (buffered().find("\r\n\r\n") == std::string::npos) {
+    bool done = false;
+    c.socket.async_read_some(c.buffer.prepare(4096), [&](boost::system::error_code e, std::size_t n) {
+      BOOST_REQUIRE_MESSAGE(!e, "reading a header: " << e.message());
+      c.buffer.commit(n);
+      done = true;
+    });
+    run_until(done, "a response's header");
+  }
+  const auto all = buffered();
+  return all.substr(0, all.find("\r\n\r\n") + 4);
+}
+
+// rest_until_close(c) after the response whose header raw_header() returned.
+std::pair<std::string, boost::system::error_code> rest_after(http_connection& c, const std::string& header) {
+  c.buffer.consume(header.size());
+  return rest_until_close(c);
+}
+
 // A response to HEAD: whatever its Content-Length says, no body follows.
 http::response<http::empty_body> head(http_connection& c, const std::string& target) {
   c.send("HEAD " + target + " HTTP/1.1\r\nHost: test\r\n\r\n");
@@ -462,7 +536,8 @@ BOOST_AUTO_TEST_CASE(http_a_stream_to_an_http_1_0_client_is_not_chunked) {
     done = true;
   });
   run_until(done, "the whole stream");
-  BOOST_TEST(raw.find("HTTP/1.0 200") == 0, raw);
+  BOOST_TEST(raw.find("HTTP/1.1 200") == 0, raw);  // (every response says HTTP/1.1)
+  BOOST_TEST(raw.find("Connection: close\r\n") != std::string::npos, raw);
   BOOST_TEST(raw.find("chunked") == std::string::npos, raw);
   BOOST_TEST(raw.ends_with("\r\n\r\nchunk 0\nchunk 1\n"), raw);
   BOOST_TEST(server.interrupt() == 0);
@@ -534,6 +609,282 @@ BOOST_AUTO_TEST_CASE(http_a_body_whose_length_cannot_be_known_is_refused) {
   BOOST_TEST(server.interrupt() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(http_a_transfer_encoding_not_exactly_the_token_chunked_is_refused) {
+  // RFC 9112 6.1, 6.3; RFC 9110 5.6.1: the field is a list of tokens, the last one chunked. A
+  // reader that took "chunked;q=1" as "not chunked" would find the body's end elsewhere than the
+  // server: what follows the refusal is never answered (it would be a smuggled request).
+  server_process server(arguments());
+  const std::string refused[] = {
+      "Transfer-Encoding: chunked;q=1\r\n",
+      "Transfer-Encoding: chunked ;q=1\r\n",
+      "Transfer-Encoding: chunked\xA0\r\n",
+      "Transfer-Encoding: chunked x\r\n",
+      "Transfer-Encoding: \"chunked\"\r\n",
+      "Transfer-Encoding: ,\r\n",
+      "Transfer-Encoding: chunked, chunked\r\n",
+      "Transfer-Encoding: gzip;q=1, chunked\r\n",
+      "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked;q=1\r\n",
+      "Transfer-Encoding: gzip x\r\nTransfer-Encoding: chunked\r\n",
+      "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+      "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+  };
+  for (const auto& field : refused) {
+    http_connection c(server.endpoint());
+    const auto header = raw_header(c, "POST /echo HTTP/1.1\r\nHost: test\r\n" + field + "\r\n5\r\nhello\r\n0\r\n\r\n" +
+                                          "GET /smuggled HTTP/1.1\r\nHost: test\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 400 Bad Request\r\n"), field << header);
+    BOOST_TEST(header.find("\r\nConnection: close\r\n") != std::string::npos, field << header);
+    const auto [rest, error] = rest_after(c, header);
+    // The refusal's body ("unsupported transfer encoding", or "bad request" where Beast's parser
+    // refused the field first), and nothing more.
+    BOOST_TEST((rest == "unsupported transfer encoding\n" || rest == "bad request\n"), field << rest);
+    BOOST_TEST((error == asio::error::eof), field << error.message());
+  }
+  // Exactly chunked (a token, compared ignoring case, in one line or after empty list elements):
+  // served, and the next request on the connection too.
+  for (const std::string field : {"Transfer-Encoding: chunked\r\n", "Transfer-Encoding: Chunked\r\n",
+                                  "Transfer-Encoding: , chunked ,\r\n", "Transfer-Encoding:\tchunked\t\r\n"}) {
+    http_connection c(server.endpoint());
+    c.send("POST /echo HTTP/1.1\r\nHost: test\r\n" + field +
+           "\r\n5\r\nhello\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    const auto res = c.receive();
+    BOOST_TEST(res.result_int() == 200, field);
+    BOOST_TEST(res.body() == "hello", field);
+    BOOST_TEST(res.keep_alive(), field);
+    BOOST_TEST(c.receive().body() == "hello from coral\n", field);
+  }
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_versions_every_response_says_http_1_1) {
+  server_process server(arguments());
+  // HTTP/1.x with x > 1 is served as HTTP/1.1 (RFC 9110 6.2): persistent, pipelined.
+  for (const std::string version : {"HTTP/1.2", "HTTP/1.9"}) {
+    http_connection c(server.endpoint());
+    const auto header =
+        raw_header(c, "GET / " + version + "\r\nHost: test\r\n\r\nGET /stats " + version + "\r\nHost: test\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 200 OK\r\n"), version << header);
+    BOOST_TEST(header.find("Connection") == std::string::npos, version << header);
+    BOOST_TEST(c.receive().body() == "hello from coral\n", version);
+    const auto stats = c.receive();
+    BOOST_TEST(stats.result_int() == 200, version);
+    BOOST_TEST(stats.version() == 11, version);
+  }
+  // HTTP/2 and later, and before 1.0: 505, and the close.
+  for (const std::string version : {"HTTP/2.0", "HTTP/3.1", "HTTP/9.9", "HTTP/0.9"}) {
+    http_connection c(server.endpoint());
+    const auto header =
+        raw_header(c, "GET / " + version + "\r\nHost: test\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 505 HTTP Version Not Supported\r\n"), version << header);
+    BOOST_TEST(header.find("\r\nConnection: close\r\n") != std::string::npos, version << header);
+    const auto [rest, error] = rest_after(c, header);
+    BOOST_TEST(rest == "HTTP version not supported\n", version << rest);
+    BOOST_TEST((error == asio::error::eof), version << error.message());
+  }
+  {
+    // The HTTP/2 connection preface, as a client that assumes HTTP/2 sends it.
+    http_connection c(server.endpoint());
+    const auto header = raw_header(c, std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+    BOOST_TEST(header.starts_with("HTTP/1.1 505 "), header);
+  }
+  {
+    // HTTP/1.0 without keep-alive: an HTTP/1.1 response that says close; what follows is unread.
+    http_connection c(server.endpoint());
+    const auto header = raw_header(c, "GET / HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 200 OK\r\n"), header);
+    BOOST_TEST(header.find("\r\nConnection: close\r\n") != std::string::npos, header);
+    const auto [rest, error] = rest_after(c, header);
+    BOOST_TEST(rest == "hello from coral\n", rest);
+    BOOST_TEST((error == asio::error::eof), error.message());
+  }
+  {
+    // HTTP/1.0 with keep-alive: the response says keep-alive, and the connection serves the next.
+    http_connection c(server.endpoint());
+    const auto header = raw_header(c,
+                                   "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                                   "GET /sleep?ms=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                                   "GET /stats HTTP/1.0\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 200 OK\r\n"), header);
+    BOOST_TEST(header.find("\r\nConnection: keep-alive\r\n") != std::string::npos, header);
+    BOOST_TEST(c.receive().body() == "hello from coral\n");
+    const auto second = c.receive();
+    BOOST_TEST(second.body() == "slept 1 ms\n");
+    BOOST_TEST(second[http::field::connection] == "keep-alive");
+    const auto third = c.receive();
+    BOOST_TEST(third.result_int() == 200);
+    BOOST_TEST(third[http::field::connection] == "close");
+    const auto [rest, error] = rest_until_close(c);
+    BOOST_TEST(rest.empty(), rest);
+    BOOST_TEST((error == asio::error::eof), error.message());
+  }
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_a_target_over_the_limit_is_414) {
+  server_process server(arguments());
+  // A request line that does not fit in the 8 KiB header limit: its target is too long (sent
+  // whole, before reading: the refusal reaches the client all the same).
+  for (const std::size_t length : {8200, 9000, 100'000}) {
+    http_connection c(server.endpoint());
+    const auto header = raw_header(c, "GET /" + std::string(length, 'a') + " HTTP/1.1\r\nHost: test\r\n\r\n" +
+                                          "GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 414 URI Too Long\r\n"), length << header);
+    BOOST_TEST(header.find("\r\nConnection: close\r\n") != std::string::npos, header);
+    const auto [rest, error] = rest_after(c, header);
+    BOOST_TEST(rest == "request target too long\n", rest);
+    BOOST_TEST((error == asio::error::eof), error.message());
+  }
+  // The request line and the fields have a limit each: a long target with fields that fit is
+  // served; fields that do not fit are 431, with a target that fits.
+  {
+    http_connection c(server.endpoint());
+    c.send("GET /?" + std::string(8000, 'q') + " HTTP/1.1\r\nHost: test\r\nX-Big: " + std::string(8000, 'h') +
+           "\r\n\r\n");
+    BOOST_TEST(c.receive().result_int() == 200);
+    c.send("GET /?" + std::string(4000, 'q') + " HTTP/1.1\r\nHost: test\r\nX-Big: " + std::string(9000, 'h') +
+           "\r\n\r\n");
+    expect_refusal(c, 431, "a long target with fields over the limit");
+  }
+  // A request line that its client ends in the middle of: 400, as for a header cut short.
+  {
+    http_connection c(server.endpoint());
+    c.send("GET /sta");
+    c.socket.shutdown(tcp::socket::shutdown_send);
+    const auto res = c.receive();
+    BOOST_TEST(res.result_int() == 400);
+    BOOST_TEST(!res.keep_alive());
+    BOOST_TEST((wait_for_close(c.socket) == asio::error::eof));
+  }
+  // A long target that fits is served, and the connection goes on.
+  http_connection c(server.endpoint());
+  auto res = c.get("/?" + std::string(7000, 'q'));
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.keep_alive());
+  BOOST_TEST(c.get("/").result_int() == 200);
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_an_unknown_method_is_501_a_known_one_not_allowed_405) {
+  server_process server(arguments());
+  // RFC 9110 15.6.2: a method the server does not recognise; then the close.
+  for (const std::string method : {"FOO", "PROPFIND", "MKCOL", "get", "BREW"}) {
+    http_connection c(server.endpoint());
+    const auto header = raw_header(c, method + " / HTTP/1.1\r\nHost: test\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    BOOST_TEST(header.starts_with("HTTP/1.1 501 Not Implemented\r\n"), method << header);
+    BOOST_TEST(header.find("\r\nConnection: close\r\n") != std::string::npos, method << header);
+    const auto [rest, error] = rest_after(c, header);
+    BOOST_TEST(rest == "method not implemented\n", method << rest);
+    BOOST_TEST((error == asio::error::eof), method << error.message());
+  }
+  // RFC 9110 15.5.6: a known method the route does not allow is 405 with Allow; its body is read,
+  // and the connection serves the next request.
+  http_connection c(server.endpoint());
+  const std::pair<std::string, std::string> not_allowed[] = {
+      {"DELETE / HTTP/1.1\r\nHost: test\r\n\r\n", "GET, HEAD"},
+      {"PUT /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n\r\nhello", "POST"},
+      {"OPTIONS /stats HTTP/1.1\r\nHost: test\r\n\r\n", "GET, HEAD"},
+      {"PATCH /sleep?ms=1 HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+       "GET, HEAD"},
+      {"TRACE /echo HTTP/1.1\r\nHost: test\r\n\r\n", "POST"},
+  };
+  for (const auto& [raw, allow] : not_allowed) {
+    c.send(raw + "GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    const auto res = c.receive();
+    BOOST_TEST(res.result_int() == 405, raw);
+    BOOST_TEST(res.version() == 11, raw);
+    BOOST_TEST(res[http::field::allow] == allow, raw);
+    BOOST_TEST(res.keep_alive(), raw);
+    BOOST_TEST(c.receive().body() == "hello from coral\n", raw);
+  }
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_debug_routes_only_on_the_private_listener) {
+  server_process server(arguments({"--debug-port", "0"}));
+  const auto debug = debug_endpoint(server);
+  BOOST_TEST(debug.port() != server.endpoint().port());
+  // On the public listener the debug routes do not exist, however the path is spelt.
+  http_connection c(server.endpoint());
+  for (const std::string target : {"/debug/tasks", "/debug/tasks.json", "/debug%2Ftasks", "/debug%2ftasks.json",
+                                   "/debug/tasks?limit=1", "http://test/debug/tasks", "/%64ebug/tasks"}) {
+    const auto res = c.get(target);
+    BOOST_TEST(res.result_int() == 404, target);
+    BOOST_TEST(res.keep_alive(), target);
+    BOOST_TEST(res.body().find("coral:") == std::string::npos, target << res.body());
+  }
+  // On the private one, they alone, each spelt one way: the path as sent, segment by segment.
+  http_connection d(debug);
+  auto res = d.get("/debug/tasks");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body().starts_with("coral: "), res.body());
+  res = d.get("/debug/tasks.json");
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body().find(",\"total\":") != std::string::npos, res.body());
+  res = d.get("http://localhost/debug/tasks?limit=5");
+  BOOST_TEST(res.result_int() == 200);
+  for (const std::string target :
+       {"/debug%2Ftasks", "/debug%2ftasks.json", "/debug/tasks/", "/debug//tasks", "/%64ebug/tasks",
+        "/debug/tasks%2Ejson", "/", "/stats", "/echo", "/sleep?ms=1", "/stream?n=1"}) {
+    res = d.get(target);
+    BOOST_TEST(res.result_int() == 404, target);
+    BOOST_TEST(res.keep_alive(), target);
+  }
+  d.send(post("/debug/tasks", "x"));
+  res = d.receive();
+  BOOST_TEST(res.result_int() == 405);
+  BOOST_TEST(res[http::field::allow] == "GET, HEAD");
+  BOOST_TEST(d.get("/debug/tasks").result_int() == 200);  // (the connection goes on)
+  BOOST_TEST(server.interrupt() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(http_the_private_listener_is_on_loopback_whatever_the_bind) {
+  server_process server(arguments({"--bind", "0.0.0.0", "--debug-port", "0"}));
+  const auto debug = debug_endpoint(server);
+  // 127.0.0.2 reaches what listens on every address, not what listens on 127.0.0.1.
+  const asio::ip::address other = asio::ip::make_address("127.0.0.2");
+  BOOST_TEST(http_connection({other, server.endpoint().port()}).get("/").result_int() == 200);
+  BOOST_TEST((connect_error({other, debug.port()}) == asio::error::connection_refused));
+  BOOST_TEST(http_connection(debug).get("/debug/tasks").result_int() == 200);
+  BOOST_TEST(server.interrupt() == 0);
+  // And no private listener unless asked.
+  server_process plain(arguments());
+  BOOST_TEST(plain.interrupt() == 0);
+  BOOST_TEST(plain.output().find("debug routes") == std::string::npos, plain.output());
+}
+
+// Every demo: where it listens.
+BOOST_AUTO_TEST_CASE(a_server_listens_only_where_bound) {
+  const asio::ip::address other = asio::ip::make_address("127.0.0.2");
+  {
+    // 127.0.0.1 unless told otherwise: not reachable through another address of the machine.
+    server_process server(arguments());
+    BOOST_TEST((connect_error(server.endpoint()) == boost::system::error_code()));
+    BOOST_TEST((connect_error({other, server.endpoint().port()}) == asio::error::connection_refused));
+    BOOST_TEST(server.interrupt() == 0);
+  }
+  {
+    server_process server(arguments({"--bind", "0.0.0.0"}));
+    BOOST_TEST((connect_error({other, server.endpoint().port()}) == boost::system::error_code()));
+    BOOST_TEST(server.interrupt() == 0);
+  }
+  if (ipv6_loopback()) {
+    server_process server(arguments({"--bind", "::1"}));
+    const tcp::endpoint v6(asio::ip::address_v6::loopback(), server.endpoint().port());
+    BOOST_TEST((connect_error(v6) == boost::system::error_code()));
+    BOOST_TEST((connect_error(server.endpoint()) == asio::error::connection_refused));
+    BOOST_TEST(server.interrupt() == 0);
+  } else {
+    BOOST_TEST_MESSAGE("no IPv6 loopback here: --bind ::1 not tried");
+  }
+  // An address that is not one: a clear error, status 2; one the machine does not have: status 1.
+  const auto [bad, bad_status] = run_to_exit(arguments({"--bind", "localhost:80"}));
+  BOOST_TEST(bad_status == 2, bad);
+  BOOST_TEST(bad.find("--bind: not an IPv4 or IPv6 address: localhost:80") != std::string::npos, bad);
+  const auto [absent, absent_status] = run_to_exit(arguments({"--bind", "192.0.2.1"}));
+  BOOST_TEST(absent_status == 1, absent);
+  BOOST_TEST(absent.find("cannot listen on 192.0.2.1:0") != std::string::npos, absent);
+}
+
 BOOST_AUTO_TEST_CASE(http_absolute_form_targets_are_served) {
   // RFC 9112 3.2.2: a server accepts the absolute form (as a proxy's client sends it).
   server_process server(arguments());
@@ -581,7 +932,7 @@ BOOST_AUTO_TEST_CASE(http_1_1_requests_need_exactly_one_valid_host) {
   old.send("GET / HTTP/1.0\r\n\r\n");  // HTTP/1.0 has no Host to send
   const auto res = old.receive();
   BOOST_TEST(res.result_int() == 200);
-  BOOST_TEST(res.version() == 10);
+  BOOST_TEST(res.version() == 11);
   BOOST_TEST(res.body() == "hello from coral\n");
   BOOST_TEST(server.interrupt() == 0);
 }
@@ -669,11 +1020,11 @@ BOOST_AUTO_TEST_CASE(http_a_client_vanishing_mid_stream_costs_only_its_session) 
 // as JSON), and prints the same on stderr on SIGUSR1, going on afterwards.
 BOOST_AUTO_TEST_CASE(http_debug_tasks_shows_where_each_task_waits) {
   ::setenv("CORAL_TASK_TRACKING", "1", 1);
-  server_process server(arguments({"--grace-ms", "100"}));
+  server_process server(arguments({"--grace-ms", "100", "--debug-port", "0"}));
   ::unsetenv("CORAL_TASK_TRACKING");
   http_connection sleeping(server.endpoint());
   sleeping.send("GET /sleep?ms=60000 HTTP/1.1\r\nHost: test\r\n\r\n");
-  http_connection c(server.endpoint());
+  http_connection c(debug_endpoint(server));
   const auto deadline = clock_type::now() + patience;
   http_response json;
   do {
@@ -681,8 +1032,7 @@ BOOST_AUTO_TEST_CASE(http_debug_tasks_shows_where_each_task_waits) {
   } while (json.body().find("\"waits_on\":\"sleep\"") == std::string::npos && clock_type::now() < deadline);
   BOOST_TEST(json.result_int() == 200);
   BOOST_TEST(json[http::field::content_type] == "application/json");
-  BOOST_TEST(json.body().rfind("{\"schema\":1,\"compiled_in\":true,\"tracking\":true,\"tasks\":[", 0) == 0,
-             json.body());
+  BOOST_TEST(json.body().rfind("{\"schema\":1,\"compiled_in\":true,\"tracking\":true,\"total\":", 0) == 0, json.body());
   BOOST_TEST(json.body().find("\"waits_on\":\"sleep\"") != std::string::npos, json.body());
   const auto text = c.get("/debug/tasks");
   BOOST_TEST(text.result_int() == 200);
@@ -693,10 +1043,24 @@ BOOST_AUTO_TEST_CASE(http_debug_tasks_shows_where_each_task_waits) {
   BOOST_TEST(text.body().find("http_session.hpp:") != std::string::npos, text.body());
   // This request's own session is running while it answers.
   BOOST_TEST(text.body().find(": running for") != std::string::npos, text.body());
+  // At most ?limit=N tasks (100 unless given), and how many there are, always.
+  const auto total = text.body().substr(7, text.body().find(' ', 7) - 7);
+  BOOST_TEST(std::stoi(total) >= 4, text.body());  // the accept loops, the sessions, ...
+  const auto one = c.get("/debug/tasks?limit=1");
+  BOOST_TEST(one.body().find(" tasks, the first 1 listed\n") != std::string::npos, one.body());
+  BOOST_TEST(occurrences(one.body(), "\ntask ") == 1, one.body());
+  const auto none = c.get("/debug/tasks.json?limit=0");
+  BOOST_TEST(none.body().find("\"tasks\":[]}") != std::string::npos, none.body());
+  BOOST_TEST(none.body().find("\"total\":0,") == std::string::npos, none.body());
+  const auto two = c.get("/debug/tasks.json?limit=2");
+  BOOST_TEST(occurrences(two.body(), "{\"id\":") == 2, two.body());
+  for (const std::string bad : {"x", "-1", "1001", ""}) {
+    BOOST_TEST(c.get("/debug/tasks?limit=" + bad).result_int() == 400, bad);
+  }
   server.signal(SIGUSR1);
   server.wait_for_output("on sleep (due in");
-  BOOST_TEST(c.get("/").result_int() == 200);  // still serving
-  BOOST_TEST(server.interrupt() == 0);         // the sleep is cancelled after the grace period
+  BOOST_TEST(http_connection(server.endpoint()).get("/").result_int() == 200);  // still serving
+  BOOST_TEST(server.interrupt() == 0);  // the sleep is cancelled after the grace period
 }
 
 BOOST_AUTO_TEST_CASE(http_graceful_shutdown_finishes_requests_in_flight) {
