@@ -124,7 +124,10 @@ class session : public std::enable_shared_from_this<session> {
 
 class server {
  public:
-  server(asio::io_context& io, unsigned short port) : acceptor_(io, {tcp::v4(), port}) { accept(); }
+  // (On loopback, as the demo servers listen by default: an example is not a service to expose.)
+  server(asio::io_context& io, unsigned short port) : acceptor_(io, {asio::ip::address_v4::loopback(), port}) {
+    accept();
+  }
   unsigned short port() const { return acceptor_.local_endpoint().port(); }
   void stop() { acceptor_.close(); }
 
