@@ -588,6 +588,43 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cancelled_raced_and_timed_operations_that_lost_did
   BOOST_TEST((send_failure == asio::error::operation_aborted || !send_failure));
 }
 
+// One send wakes two waiting receives that are branches of one race: the first wins and takes the
+// value, the second lost and took nothing (its subscriber still has the value to receive).
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_handed_to_two_waiting_receives_of_one_race_is_taken_by_one, Place, places) {
+  Place place;
+  coral::broadcast_channel<int> b(2);
+  auto first = b.subscribe();
+  auto second = b.subscribe();
+  for (int round = 0; round < 50; ++round) {
+    auto started = std::make_shared<std::promise<void>>();
+    auto j = coral::spawn(place.get_executor(), [&, started]() -> coral::task<std::pair<std::size_t, int>> {
+      started->set_value();
+      auto r = co_await coral::when_any(first.receive(), second.receive());
+      co_return std::pair{r.index(), std::visit([](int v) { return v; }, r)};
+    });
+    BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+    BOOST_TEST_REQUIRE(b.try_send(round));
+    const auto [winner, value] = get_within(std::move(j));
+    BOOST_TEST_REQUIRE(value == round);
+    auto& loser = winner == 0 ? second : first;
+    BOOST_TEST_REQUIRE(loser.try_receive().value_or(-1) == round);
+    BOOST_TEST_REQUIRE(!first.try_receive().has_value());
+    BOOST_TEST_REQUIRE(!second.try_receive().has_value());
+  }
+  // Both waiting for certain (one thread, run until they suspend), then one send.
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::size_t> {
+    const auto r = co_await coral::when_any(first.receive(), second.receive());
+    co_return r.index();
+  });
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(b.try_send(7));
+  ctx.run();
+  auto& loser = get_within(std::move(j)) == 0 ? second : first;
+  BOOST_TEST(loser.try_receive().value_or(-1) == 7);
+}
+
 // A cancellation that races a send handing the value over: the receive either got the value or
 // took nothing, never both or neither.
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_cancelled_while_a_value_is_handed_to_it_gets_it_or_leaves_it, Place, places) {
