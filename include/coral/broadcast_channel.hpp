@@ -8,13 +8,24 @@
 #include <utility>
 
 #include "coral/channel.hpp"
-#include "coral/detail/broadcast_state.hpp"
 #include "coral/error.hpp"
 
 namespace coral {
 
 template <class T>
 class broadcast_subscriber;
+
+namespace detail {
+struct broadcast_cursor;
+template <class T>
+class broadcast_state;
+template <class T>
+class broadcast_send_awaiter;
+template <class T>
+class broadcast_receive_awaiter;
+template <class T>
+class broadcast_next_awaiter;
+}  // namespace detail
 
 // A channel on which every value sent goes to every subscriber (tokio's broadcast), usable across
 // threads and executors by coral tasks.
@@ -155,9 +166,7 @@ class broadcast_subscriber {
   std::shared_ptr<detail::broadcast_cursor> cursor() const {
     if (cursor_) [[likely]]
       return cursor_;
-    auto gone = std::make_shared<detail::broadcast_cursor>();
-    gone->subscribed = false;
-    return gone;
+    return detail::broadcast_state<T>::unsubscribed_cursor();
   }
 
   void unsubscribe() noexcept {
@@ -169,3 +178,5 @@ class broadcast_subscriber {
 };
 
 }  // namespace coral
+
+#include "coral/impl/broadcast_channel.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 
-// The state a broadcast_channel and its subscribers share, and what a task awaits for each of
-// their operations.
+// The rest of broadcast_channel.hpp (which includes this at its end): the state a broadcast_channel
+// and its subscribers share, and what a task awaits for each of their operations.
 
 #include <algorithm>
 #include <coroutine>
@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/asio.hpp"
+#include "coral/detail/config.hpp"
 #include "coral/detail/task_record.hpp"
 #include "coral/detail/task_waiter.hpp"
 #include "coral/error.hpp"
@@ -104,6 +106,14 @@ class broadcast_state {
     cursor->position = next_;
     ++subscribers_;
     return cursor;
+  }
+
+  // A place that is not subscribed (a moved-from subscriber's): its receives fail with
+  // channel_closed.
+  static std::shared_ptr<broadcast_cursor> unsubscribed_cursor() {
+    auto gone = std::make_shared<broadcast_cursor>();
+    gone->subscribed = false;
+    return gone;
   }
 
   // The subscriber went: it holds back no sender any more, and its waiting receive (if any) fails
