@@ -361,7 +361,7 @@ BOOST_AUTO_TEST_SUITE(broadcast_channel)
 // sender, each sender's in order, and nothing twice.
 BOOST_AUTO_TEST_CASE_TEMPLATE(every_subscriber_receives_every_value_in_order_and_a_send_waits_for_the_slowest, Place,
                               every_place) {
-  constexpr int senders = 3, per_sender = 200, subscribers = 4;
+  constexpr int senders = 3, per_sender = 120, subscribers = 4;
   Place place;
   coral::broadcast_channel<stamped> b(2);
   std::vector<coral::job<subscriber_log>> readers;
@@ -632,7 +632,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_cancelled_while_a_value_is_handed_to_it_
   Place place;
   coral::broadcast_channel<int> b(4);
   auto sub = b.subscribe();
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < 150; ++round) {
     auto started = std::make_shared<std::promise<void>>();
     auto r = coral::spawn(place.get_executor(), [&sub, started]() -> coral::task<int> {
       started->set_value();
@@ -658,7 +658,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_cancelled_while_a_value_is_handed_to_it_
 // are retried. A send that timed out sent nothing and a receive that timed out took nothing, so
 // every subscriber still sees every value exactly once, in order.
 BOOST_AUTO_TEST_CASE_TEMPLATE(timed_out_sends_and_receives_retried_lose_and_duplicate_nothing, Place, places) {
-  constexpr int senders = 2, per_sender = 150, subscribers = 3;
+  constexpr int senders = 2, per_sender = 80, subscribers = 3;
   Place place;
   coral::broadcast_channel<stamped> b(1);
   std::atomic<int> timeouts{0};
