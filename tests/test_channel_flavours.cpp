@@ -352,6 +352,17 @@ coral::task<std::string> outcome(F f) {
   }
 }
 
+// A T whose copy throws while copies_fail is set.
+struct fragile {
+  static inline bool copies_fail = false;
+  int value = 0;
+  explicit fragile(int v) : value(v) {}
+  fragile(const fragile& other) : value(other.value) {
+    if (copies_fail) throw std::runtime_error("copy failed");
+  }
+  fragile(fragile&&) noexcept = default;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(broadcast_channel)
@@ -776,6 +787,41 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_its_waiting_senders_and
   BOOST_TEST(b.try_send(2));  // nothing touches the dead waiters
   BOOST_TEST(holder.try_receive().value_or(-1) == 2);
   b.close();
+}
+
+// A copy that throws, for a subscriber receiving at once or waiting: its receive fails with the
+// exception and took nothing (the value is still there for it); the other subscribers are not
+// affected.
+BOOST_AUTO_TEST_CASE(a_receive_whose_copy_throws_fails_with_it_and_took_nothing) {
+  asio::io_context ctx(1);
+  coral::broadcast_channel<fragile> b(2);
+  auto a = b.subscribe();
+  auto other = b.subscribe();
+  BOOST_TEST(b.try_send(fragile(1)));
+  fragile::copies_fail = true;
+  BOOST_CHECK_THROW(a.try_receive(), std::runtime_error);
+  fragile::copies_fail = false;
+  BOOST_TEST(a.try_receive().value().value == 1);
+  std::string waited;
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    try {
+      co_await a.receive();  // waits: then the send's copy for it throws
+      waited = "received";
+    } catch (const std::runtime_error& e) {
+      waited = e.what();
+    }
+  });
+  ctx.poll();
+  ctx.restart();
+  fragile::copies_fail = true;
+  BOOST_TEST(b.try_send(fragile(2)));  // sent: buffered for both
+  fragile::copies_fail = false;
+  ctx.run();
+  BOOST_TEST(waited == "copy failed");
+  BOOST_TEST(a.try_receive().value().value == 2);
+  BOOST_TEST(other.try_receive().value().value == 1);
+  BOOST_TEST(other.try_receive().value().value == 2);
+  BOOST_TEST(b.size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
