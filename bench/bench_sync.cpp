@@ -8,11 +8,21 @@
 //                    coral::async_mutex, against an asio::awaitable racing the hop onto the strand
 //                    that guards the state with a timer (`hop || timer.async_wait`, awaitable
 //                    operators). Per entry. Target <= 0.5.
+//   broadcast_fanout one sender, 4 subscribers, each value to every subscriber, buffer of 64, one
+//                    thread: a coral::broadcast_channel<long>, against what an Asio user writes
+//                    to fan out, an asio::experimental::channel per subscriber (capacity 64) that
+//                    the sender sends each value into in turn. Per value sent. No target.
+//   broadcast_fanout_pool  the same on a 2-thread pool (against a concurrent_channel per
+//                    subscriber). Per value sent. No target.
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -22,7 +32,9 @@
 #include <cstdlib>
 #include <exception>
 #include <future>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "report.hpp"
 
@@ -140,6 +152,97 @@ double asio_strand_timeout(long n) {
   });
 }
 
+// ---- broadcast: each value to every subscriber
+constexpr int subscribers = 4;
+constexpr std::size_t broadcast_capacity = 64;
+
+// The sum every subscriber must have received.
+long sum_below(long n) {
+  return n * (n - 1) / 2;
+}
+
+// Runs the sender and the subscribers on `ex` and waits for them (`run` drives the context).
+template <class Executor, class Run>
+double coral_broadcast(long n, Executor ex, Run run) {
+  return ns_per(n, [&] {
+    coral::broadcast_channel<long> b(broadcast_capacity);
+    std::atomic<int> right{0};
+    for (int s = 0; s < subscribers; ++s) {
+      coral::spawn(
+          ex,
+          [](coral::broadcast_subscriber<long> sub, long n, std::atomic<int>& right) -> coral::task<> {
+            long sum = 0;
+            while (auto v = co_await sub.next()) sum += *v;
+            if (sum == sum_below(n)) ++right;
+          }(b.subscribe(), n, right),
+          asio::detached);
+    }
+    coral::spawn(
+        ex,
+        [&b, n]() -> coral::task<> {
+          for (long i = 0; i < n; ++i) co_await b.send(i);
+          b.close();
+        },
+        asio::detached);
+    run();
+    check(right == subscribers, "coral broadcast sums");
+  });
+}
+
+template <class Channel, class Executor, class Run>
+double asio_fanout(long n, Executor ex, Run run) {
+  return ns_per(n, [&] {
+    std::vector<std::unique_ptr<Channel>> channels;
+    for (int s = 0; s < subscribers; ++s) channels.push_back(std::make_unique<Channel>(ex, broadcast_capacity));
+    std::atomic<int> right{0};
+    for (auto& ch : channels) {
+      asio::co_spawn(
+          ex,
+          [&right, &ch = *ch, n]() -> asio::awaitable<void> {
+            long sum = 0;
+            for (;;) {
+              auto [ec, v] = co_await ch.async_receive(asio::as_tuple(asio::use_awaitable));
+              if (ec) break;
+              sum += v;
+            }
+            if (sum == sum_below(n)) ++right;
+          },
+          asio::detached);
+    }
+    asio::co_spawn(
+        ex,
+        [&channels, n]() -> asio::awaitable<void> {
+          for (long i = 0; i < n; ++i) {
+            for (auto& ch : channels) co_await ch->async_send(boost::system::error_code{}, i, asio::use_awaitable);
+          }
+          for (auto& ch : channels) ch->close();
+        },
+        asio::detached);
+    run();
+    check(right == subscribers, "asio fan-out sums");
+  });
+}
+
+using asio_fanout_channel = asio::experimental::channel<void(boost::system::error_code, long)>;
+using asio_fanout_concurrent_channel = asio::experimental::concurrent_channel<void(boost::system::error_code, long)>;
+
+double coral_broadcast_one_thread(long n) {
+  asio::io_context ctx(1);
+  return coral_broadcast(n, ctx.get_executor(), [&] { ctx.run(); });
+}
+double asio_fanout_one_thread(long n) {
+  asio::io_context ctx(1);
+  return asio_fanout<asio_fanout_channel>(n, ctx.get_executor(), [&] { ctx.run(); });
+}
+double coral_broadcast_pool(long n) {
+  asio::thread_pool pool(2);
+  return coral_broadcast(n, pool.get_executor(), [&] { pool.join(); });
+}
+double asio_fanout_pool(long n) {
+  asio::thread_pool pool(2);
+  return asio_fanout<asio_fanout_concurrent_channel>(n, pool.get_executor(), [&] { pool.join(); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,4 +262,14 @@ int main(int argc, char** argv) {
   report("lock_timeout", coral_timed, asio_timed, "ns/entry");
   std::printf("summary: mutex_contended ratio=%.3f (no target), lock_timeout ratio=%.3f (target <= 0.5)\n",
               coral / asio_side, coral_timed / asio_timed);
+  double coral_fanout = 1e300, asio_fanout_side = 1e300;
+  double coral_fanout_pool = 1e300, asio_fanout_pool_side = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_fanout = std::min(coral_fanout, coral_broadcast_one_thread(per_task));
+    asio_fanout_side = std::min(asio_fanout_side, asio_fanout_one_thread(per_task));
+    coral_fanout_pool = std::min(coral_fanout_pool, coral_broadcast_pool(per_task));
+    asio_fanout_pool_side = std::min(asio_fanout_pool_side, asio_fanout_pool(per_task));
+  }
+  report("broadcast_fanout", coral_fanout, asio_fanout_side, "ns/value");
+  report("broadcast_fanout_pool", coral_fanout_pool, asio_fanout_pool_side, "ns/value");
 }

@@ -17,6 +17,8 @@ class category final : public boost::system::error_category {
         return "channel closed";
       case errc::timeout:
         return "timed out";
+      case errc::lagged:
+        return "fell behind: values were dropped";
     }
     return "unknown coral error";
   }

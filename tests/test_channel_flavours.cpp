@@ -1,6 +1,10 @@
 #define BOOST_TEST_MODULE coral channel flavours and produce
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -277,6 +281,571 @@ BOOST_AUTO_TEST_CASE(a_producer_on_a_destroyed_context_closes_its_channel_and_fr
   BOOST_REQUIRE(v.has_value());
   v->received = true;
   BOOST_TEST(v->value == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// A broadcast value: which sender sent it, its number in that sender's sequence, and how many
+// times it was copied (to prove each subscriber's value is one copy at most).
+struct stamped {
+  static inline std::atomic<int> copies{0};
+  int sender = 0;
+  int number = 0;
+  stamped(int s, int n) : sender(s), number(n) {}
+  stamped(const stamped& other) : sender(other.sender), number(other.number) { ++copies; }
+  stamped(stamped&&) noexcept = default;
+  stamped& operator=(const stamped&) = default;
+  stamped& operator=(stamped&&) noexcept = default;
+};
+
+// What one subscriber saw until the channel closed: per sender, the numbers in the order
+// received, and the values its lagged errors said it missed.
+struct subscriber_log {
+  std::vector<std::vector<int>> numbers;
+  std::uint64_t missed = 0;
+  std::size_t received() const {
+    std::size_t n = 0;
+    for (const auto& s : numbers) n += s.size();
+    return n;
+  }
+};
+
+// Receives until closed, yielding every `pause` values (a slow subscriber), counting lag.
+coral::task<subscriber_log> subscribe_until_closed(coral::broadcast_subscriber<stamped> sub, int senders,
+                                                   int pause = 0) {
+  subscriber_log log;
+  log.numbers.resize(senders);
+  for (int k = 1;; ++k) {
+    try {
+      auto v = co_await sub.next();
+      if (!v) break;
+      log.numbers[v->sender].push_back(v->number);
+    } catch (const coral::lagged& e) {
+      log.missed += e.missed();
+    }
+    if (pause && k % pause == 0) co_await coral::yield();
+  }
+  co_return log;
+}
+
+std::vector<int> numbers_up_to(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// Where each of a broadcast's operations stands, as a test records it.
+template <class F>
+coral::task<std::string> outcome(F f) {
+  try {
+    co_return co_await f();
+  } catch (const coral::lagged& e) {
+    co_return "lagged " + std::to_string(e.missed());
+  } catch (const coral::channel_closed&) {
+    co_return "closed";
+  } catch (const coral::timeout_error&) {
+    co_return "timeout";
+  } catch (const boost::system::system_error& e) {
+    co_return outcome_of(e);
+  }
+}
+
+// A T whose copy throws while copies_fail is set.
+struct fragile {
+  static inline bool copies_fail = false;
+  int value = 0;
+  explicit fragile(int v) : value(v) {}
+  fragile(const fragile& other) : value(other.value) {
+    if (copies_fail) throw std::runtime_error("copy failed");
+  }
+  fragile(fragile&&) noexcept = default;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(broadcast_channel)
+
+// tokio's broadcast test, on every executor kind: several senders, several subscribers, a buffer
+// small enough that senders wait for the slowest; each subscriber saw every value of every
+// sender, each sender's in order, and nothing twice.
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_subscriber_receives_every_value_in_order_and_a_send_waits_for_the_slowest, Place,
+                              every_place) {
+  constexpr int senders = 3, per_sender = 120, subscribers = 4;
+  Place place;
+  coral::broadcast_channel<stamped> b(2);
+  std::vector<coral::job<subscriber_log>> readers;
+  for (int s = 0; s < subscribers; ++s)
+    readers.push_back(coral::spawn(place.get_executor(), subscribe_until_closed(b.subscribe(), senders, s + 1)));
+  std::vector<coral::job<>> writers;
+  for (int s = 0; s < senders; ++s) {
+    writers.push_back(coral::spawn(place.get_executor(), [&b, s]() -> coral::task<> {
+      for (int i = 0; i < per_sender; ++i) co_await b.send(stamped(s, i));
+    }));
+  }
+  for (auto& w : writers) get_within(std::move(w));
+  b.close();
+  for (auto& r : readers) {
+    const auto log = get_within(std::move(r));
+    BOOST_TEST(log.missed == 0u);
+    for (const auto& numbers : log.numbers)
+      BOOST_TEST(numbers == numbers_up_to(per_sender), boost::test_tools::per_element());
+  }
+  BOOST_TEST(b.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_subscriber_gets_only_what_is_sent_after_it_subscribed_and_values_are_copied_once_each) {
+  coral::event_loop loop;
+  coral::broadcast_channel<stamped> b(8);
+  BOOST_TEST(b.try_send(stamped(0, -1)));  // nobody subscribed: received by nobody
+  BOOST_TEST(b.size() == 0u);
+  auto early = b.subscribe();
+  BOOST_TEST(b.try_send(stamped(0, 0)));
+  auto late = b.subscribe();
+  auto third = b.subscribe();
+  BOOST_TEST(b.subscriber_count() == 3u);
+  stamped::copies = 0;
+  for (int i = 1; i < 4; ++i) BOOST_TEST(b.try_send(stamped(0, i)));
+  BOOST_TEST(stamped::copies == 0);  // stored once, moved in
+  auto j = coral::spawn(loop, [&]() -> coral::task<std::vector<int>> {
+    std::vector<int> seen;
+    for (int i = 0; i < 4; ++i) seen.push_back((co_await early.receive()).number);
+    for (int i = 0; i < 3; ++i) seen.push_back((co_await late.receive()).number);
+    for (int i = 0; i < 3; ++i) seen.push_back((co_await third.receive()).number);
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<int>{0, 1, 2, 3, 1, 2, 3, 1, 2, 3}),
+             boost::test_tools::per_element());
+  // Values 1..3 went to three subscribers: two copies each, the last subscriber got the value.
+  BOOST_TEST(stamped::copies == 6);
+  BOOST_TEST(b.size() == 0u);
+  BOOST_TEST(!early.try_receive().has_value());
+}
+
+// drop_oldest, tokio's rule: the sender never waits; a subscriber that fell behind gets lagged
+// with the count it lost, then the oldest value still buffered.
+BOOST_AUTO_TEST_CASE(a_subscriber_that_fell_behind_gets_lagged_with_what_it_missed_then_the_oldest_value_kept) {
+  coral::event_loop loop;
+  coral::broadcast_channel<int> b(2, coral::overflow::drop_oldest);
+  auto slow = b.subscribe();
+  auto fast = b.subscribe();
+  auto j = coral::spawn(loop, [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    for (int i = 1; i <= 5; ++i) {
+      co_await b.send(i);  // never waits
+      seen.push_back("fast " + std::to_string(co_await fast.receive()));
+    }
+    for (int i = 0; i < 3; ++i) {
+      seen.push_back(
+          co_await outcome([&]() -> coral::task<std::string> { co_return std::to_string(co_await slow.receive()); }));
+    }
+    b.close();
+    for (auto* sub : {&slow, &fast}) {
+      seen.push_back(
+          co_await outcome([&]() -> coral::task<std::string> { co_return std::to_string(co_await sub->receive()); }));
+    }
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"fast 1", "fast 2", "fast 3", "fast 4", "fast 5",
+                                                                   "lagged 3", "4", "5", "closed", "closed"}),
+             boost::test_tools::per_element());
+}
+
+// A fast sender and slow subscribers across threads: every value a subscriber did not receive is
+// counted by its lagged errors, and what it received came in order.
+BOOST_AUTO_TEST_CASE_TEMPLATE(under_drop_oldest_missed_plus_received_is_what_was_sent, Place, places) {
+  constexpr int per_sender = 5000, subscribers = 3;
+  Place place;
+  coral::broadcast_channel<stamped> b(4, coral::overflow::drop_oldest);
+  std::vector<coral::job<subscriber_log>> readers;
+  for (int s = 0; s < subscribers; ++s)
+    readers.push_back(coral::spawn(place.get_executor(), subscribe_until_closed(b.subscribe(), 1, s + 1)));
+  auto writer = coral::spawn(place.get_executor(), [&b]() -> coral::task<> {
+    for (int i = 0; i < per_sender; ++i) {
+      co_await b.send(stamped(0, i));
+      if (i % 64 == 0) co_await coral::yield();
+    }
+  });
+  get_within(std::move(writer));
+  b.close();
+  for (auto& r : readers) {
+    const auto log = get_within(std::move(r));
+    const auto& numbers = log.numbers[0];
+    BOOST_TEST(log.missed + numbers.size() == std::size_t{per_sender});
+    BOOST_TEST((std::adjacent_find(numbers.begin(), numbers.end(), std::greater_equal<>()) == numbers.end()));
+    BOOST_TEST((!numbers.empty() && numbers.back() == per_sender - 1));  // the last values are kept
+  }
+}
+
+// Dropping a subscriber releases its hold on the buffer: a sender waiting for it proceeds.
+BOOST_AUTO_TEST_CASE(dropping_a_subscriber_lets_a_sender_waiting_for_it_proceed) {
+  asio::io_context ctx(1);
+  coral::broadcast_channel<int> b(1);
+  auto reader = b.subscribe();
+  auto stalled = std::make_optional(b.subscribe());
+  std::vector<std::string> seen;
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    for (int i = 1; i <= 3; ++i) {
+      co_await b.send(i);
+      seen.push_back("sent " + std::to_string(i));
+    }
+  });
+  ctx.poll();
+  BOOST_TEST(seen == (std::vector<std::string>{"sent 1"}), boost::test_tools::per_element());
+  BOOST_TEST(reader.try_receive().value_or(0) == 1);
+  ctx.poll();
+  BOOST_TEST(seen.size() == 1u);  // `stalled` still has 1 to receive
+  stalled.reset();
+  ctx.poll();
+  BOOST_TEST(seen == (std::vector<std::string>{"sent 1", "sent 2"}), boost::test_tools::per_element());
+  BOOST_TEST(reader.try_receive().value_or(0) == 2);
+  ctx.run();
+  BOOST_TEST(reader.try_receive().value_or(0) == 3);
+  BOOST_TEST(b.subscriber_count() == 1u);
+}
+
+// Subscribers leave mid-stream (each after a random number of values) while senders wait for
+// them: the senders finish, and those that stay saw everything in order.
+BOOST_AUTO_TEST_CASE_TEMPLATE(subscribers_leaving_mid_stream_never_strand_a_waiting_sender, Place, places) {
+  constexpr int senders = 2, per_sender = 300;
+  std::mt19937 random(11);
+  Place place;
+  coral::broadcast_channel<stamped> b(1);
+  std::vector<coral::job<subscriber_log>> stayers;
+  std::vector<coral::job<>> leavers;
+  for (int s = 0; s < 2; ++s)
+    stayers.push_back(coral::spawn(place.get_executor(), subscribe_until_closed(b.subscribe(), senders)));
+  for (int s = 0; s < 4; ++s) {
+    const int leave_after = static_cast<int>(random() % 100);
+    leavers.push_back(
+        coral::spawn(place.get_executor(), [](coral::broadcast_subscriber<stamped> sub, int n) -> coral::task<> {
+          for (int i = 0; i < n; ++i) co_await sub.receive();
+        }(b.subscribe(), leave_after)));
+  }
+  std::vector<coral::job<>> writers;
+  for (int s = 0; s < senders; ++s) {
+    writers.push_back(coral::spawn(place.get_executor(), [&b, s]() -> coral::task<> {
+      for (int i = 0; i < per_sender; ++i) co_await b.send(stamped(s, i));
+    }));
+  }
+  for (auto& w : writers) get_within(std::move(w));
+  for (auto& l : leavers) get_within(std::move(l));
+  b.close();
+  for (auto& r : stayers) {
+    const auto log = get_within(std::move(r));
+    for (const auto& numbers : log.numbers)
+      BOOST_TEST(numbers == numbers_up_to(per_sender), boost::test_tools::per_element());
+  }
+  BOOST_TEST(b.subscriber_count() == 0u);
+}
+
+// A cancelled send sent nothing; a cancelled receive took nothing (the subscriber's place is
+// unchanged); raced and timed operations that lost did not happen, on every executor kind.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelled_raced_and_timed_operations_that_lost_did_not_happen, Place, every_place) {
+  Place place;
+  coral::broadcast_channel<int> b(1);
+  auto first = b.subscribe();
+  auto second = b.subscribe();
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    auto receive = [&](coral::broadcast_subscriber<int>& s) {
+      return outcome([&]() -> coral::task<std::string> { co_return std::to_string(co_await s.receive()); });
+    };
+    seen.push_back(co_await outcome([&]() -> coral::task<std::string> {
+      co_await coral::with_timeout(2ms, first.receive());  // nothing sent yet
+      co_return "received";
+    }));
+    co_await b.send(1);
+    seen.push_back(co_await outcome([&]() -> coral::task<std::string> {
+      co_await coral::with_timeout(2ms, b.send(2));  // full: both have 1 to receive
+      co_return "sent";
+    }));
+    auto raced = co_await coral::when_any(first.receive(), second.receive());  // one of them takes 1
+    seen.push_back("raced " + std::to_string(std::visit([](int v) { return v; }, raced)));
+    seen.push_back(co_await receive(raced.index() == 0 ? second : first));  // the other still has 1
+    auto r = co_await (first.receive() || 1ms);
+    seen.push_back(r.index() == 1 ? "slept" : "received");
+    co_await b.send(3);  // 2 was never sent
+    seen.push_back(co_await receive(first));
+    seen.push_back(co_await receive(second));
+    co_return seen;
+  });
+  BOOST_TEST(
+      get_within(std::move(j)) == (std::vector<std::string>{"timeout", "timeout", "raced 1", "1", "slept", "3", "3"}),
+      boost::test_tools::per_element());
+
+  // A waiting receive and a waiting send, cancelled.
+  auto started = std::make_shared<std::promise<void>>();
+  auto waiting_receive = coral::spawn(place.get_executor(), [&first, started]() -> coral::task<int> {
+    started->set_value();
+    co_return co_await first.receive();
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  waiting_receive.cancel();
+  BOOST_TEST((failure_of(std::move(waiting_receive)) == asio::error::operation_aborted));
+  BOOST_TEST(b.try_send(4));
+  BOOST_TEST(first.try_receive().value_or(0) == 4);  // the cancelled receive took nothing
+  started = std::make_shared<std::promise<void>>();
+  auto waiting_send = coral::spawn(place.get_executor(), [&b, started]() -> coral::task<> {
+    started->set_value();
+    co_await b.send(5);  // full: `second` has 4 to receive
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  waiting_send.cancel();
+  const auto send_failure = failure_of(std::move(waiting_send));
+  BOOST_TEST(second.try_receive().value_or(0) == 4);
+  BOOST_TEST(b.try_send(6));
+  BOOST_TEST(second.try_receive().value_or(0) == (send_failure ? 6 : 5));
+  BOOST_TEST((send_failure == asio::error::operation_aborted || !send_failure));
+}
+
+// One send wakes two waiting receives that are branches of one race: the first wins and takes the
+// value, the second lost and took nothing (its subscriber still has the value to receive).
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_handed_to_two_waiting_receives_of_one_race_is_taken_by_one, Place, places) {
+  Place place;
+  coral::broadcast_channel<int> b(2);
+  auto first = b.subscribe();
+  auto second = b.subscribe();
+  for (int round = 0; round < 50; ++round) {
+    auto started = std::make_shared<std::promise<void>>();
+    auto j = coral::spawn(place.get_executor(), [&, started]() -> coral::task<std::pair<std::size_t, int>> {
+      started->set_value();
+      auto r = co_await coral::when_any(first.receive(), second.receive());
+      co_return std::pair{r.index(), std::visit([](int v) { return v; }, r)};
+    });
+    BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+    BOOST_TEST_REQUIRE(b.try_send(round));
+    const auto [winner, value] = get_within(std::move(j));
+    BOOST_TEST_REQUIRE(value == round);
+    auto& loser = winner == 0 ? second : first;
+    BOOST_TEST_REQUIRE(loser.try_receive().value_or(-1) == round);
+    BOOST_TEST_REQUIRE(!first.try_receive().has_value());
+    BOOST_TEST_REQUIRE(!second.try_receive().has_value());
+  }
+  // Both waiting for certain (one thread, run until they suspend), then one send.
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::size_t> {
+    const auto r = co_await coral::when_any(first.receive(), second.receive());
+    co_return r.index();
+  });
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(b.try_send(7));
+  ctx.run();
+  auto& loser = get_within(std::move(j)) == 0 ? second : first;
+  BOOST_TEST(loser.try_receive().value_or(-1) == 7);
+}
+
+// A cancellation that races a send handing the value over: the receive either got the value or
+// took nothing, never both or neither.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_cancelled_while_a_value_is_handed_to_it_gets_it_or_leaves_it, Place, places) {
+  Place place;
+  coral::broadcast_channel<int> b(4);
+  auto sub = b.subscribe();
+  for (int round = 0; round < 150; ++round) {
+    auto started = std::make_shared<std::promise<void>>();
+    auto r = coral::spawn(place.get_executor(), [&sub, started]() -> coral::task<int> {
+      started->set_value();
+      co_return co_await sub.receive();
+    });
+    BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+    std::thread canceller([&] { r.cancel(); });
+    BOOST_TEST_REQUIRE(b.try_send(round));
+    canceller.join();
+    std::optional<int> got;
+    try {
+      got = get_within(std::move(r));
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST_REQUIRE((e.code() == asio::error::operation_aborted));
+    }
+    if (!got) got = sub.try_receive();  // it took nothing: the value is still there
+    BOOST_TEST_REQUIRE(got.value_or(-1) == round);
+    BOOST_TEST_REQUIRE(!sub.try_receive().has_value());
+  }
+}
+
+// asyncio's wait_for around every operation: sends and receives time out at random moments and
+// are retried. A send that timed out sent nothing and a receive that timed out took nothing, so
+// every subscriber still sees every value exactly once, in order.
+BOOST_AUTO_TEST_CASE_TEMPLATE(timed_out_sends_and_receives_retried_lose_and_duplicate_nothing, Place, places) {
+  constexpr int senders = 2, per_sender = 80, subscribers = 3;
+  Place place;
+  coral::broadcast_channel<stamped> b(1);
+  std::atomic<int> timeouts{0};
+  std::vector<coral::job<subscriber_log>> readers;
+  for (int s = 0; s < subscribers; ++s) {
+    readers.push_back(coral::spawn(place.get_executor(),
+                                   [](coral::broadcast_subscriber<stamped> sub, int seed,
+                                      std::atomic<int>& timeouts) -> coral::task<subscriber_log> {
+                                     std::mt19937 random(seed);
+                                     subscriber_log log;
+                                     log.numbers.resize(senders);
+                                     for (;;) {
+                                       try {
+                                         auto v = co_await coral::with_timeout(
+                                             std::chrono::microseconds(random() % 200), sub.next());
+                                         if (!v) break;
+                                         log.numbers[v->sender].push_back(v->number);
+                                       } catch (const coral::timeout_error&) {
+                                         ++timeouts;
+                                       }
+                                     }
+                                     co_return log;
+                                   }(b.subscribe(), s, timeouts)));
+  }
+  std::vector<coral::job<>> writers;
+  for (int s = 0; s < senders; ++s) {
+    writers.push_back(coral::spawn(place.get_executor(), [&b, &timeouts, s]() -> coral::task<> {
+      std::mt19937 random(100 + s);
+      for (int i = 0; i < per_sender;) {
+        try {
+          co_await coral::with_timeout(std::chrono::microseconds(random() % 200), b.send(stamped(s, i)));
+          ++i;
+        } catch (const coral::timeout_error&) {
+          ++timeouts;  // not sent: send it again
+        }
+      }
+    }));
+  }
+  for (auto& w : writers) get_within(std::move(w));
+  b.close();
+  for (auto& r : readers) {
+    const auto log = get_within(std::move(r));
+    for (const auto& numbers : log.numbers)
+      BOOST_TEST(numbers == numbers_up_to(per_sender), boost::test_tools::per_element());
+  }
+  BOOST_TEST_MESSAGE("timeouts: " << timeouts.load());
+}
+
+BOOST_AUTO_TEST_CASE(close_fails_senders_and_lets_each_subscriber_drain_what_was_buffered_for_it) {
+  asio::io_context ctx(1);
+  coral::broadcast_channel<int> b(2);
+  auto drained = b.subscribe();
+  auto behind = b.subscribe();
+  BOOST_TEST(b.try_send(1));
+  BOOST_TEST(b.try_send(2));
+  BOOST_TEST(drained.try_receive().value_or(0) == 1);
+  BOOST_TEST(drained.try_receive().value_or(0) == 2);
+  std::vector<std::string> seen(4);
+  coral::spawn(ctx, [&]() -> coral::task<> {  // waits: `behind` has 1 and 2 to receive
+    seen[0] = co_await outcome([&]() -> coral::task<std::string> {
+      co_await b.send(3);
+      co_return "sent";
+    });
+  });
+  coral::spawn(ctx, [&]() -> coral::task<> {  // waits: nothing for it yet
+    seen[1] =
+        co_await outcome([&]() -> coral::task<std::string> { co_return std::to_string(co_await drained.receive()); });
+  });
+  ctx.poll();
+  ctx.restart();
+  b.close();
+  BOOST_TEST(!b.try_send(4));
+  ctx.run();
+  ctx.restart();
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    std::string all;
+    while (auto v = co_await behind.next()) all += std::to_string(*v);
+    seen[2] = all;
+    seen[3] = co_await outcome([&]() -> coral::task<std::string> {
+      co_await b.send(5);
+      co_return "sent";
+    });
+  });
+  ctx.run();
+  BOOST_TEST(seen == (std::vector<std::string>{"closed", "closed", "12", "closed"}), boost::test_tools::per_element());
+  auto after = b.subscribe();  // subscribing to a closed channel: closed at once
+  BOOST_TEST(!after.try_receive().has_value());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_its_waiting_senders_and_receivers_and_later_sends_are_harmless,
+                              Context, owned_contexts) {
+  coral::broadcast_channel<int> b(1);
+  auto holder = b.subscribe();
+  BOOST_TEST(b.try_send(0));  // full until `holder` receives it
+  {
+    Context ctx;
+    for (int i = 0; i < 2; ++i) {
+      coral::spawn(ctx.get_executor(), [&b]() -> coral::task<> {
+        lifetime alive;
+        co_await b.send(1);
+      });
+      coral::spawn(ctx.get_executor(), [&b]() -> coral::task<> {
+        lifetime alive;
+        auto sub = b.subscribe();
+        co_await sub.receive();
+      });
+    }
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 4);
+    BOOST_TEST(b.subscriber_count() == 3u);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(b.subscriber_count() == 1u);  // their subscribers went with the frames
+  BOOST_TEST(holder.try_receive().value_or(-1) == 0);
+  BOOST_TEST(b.try_send(2));  // nothing touches the dead waiters
+  BOOST_TEST(holder.try_receive().value_or(-1) == 2);
+  b.close();
+}
+
+// A copy that throws, for a subscriber receiving at once or waiting: its receive fails with the
+// exception and took nothing (the value is still there for it); the other subscribers are not
+// affected.
+BOOST_AUTO_TEST_CASE(a_receive_whose_copy_throws_fails_with_it_and_took_nothing) {
+  asio::io_context ctx(1);
+  coral::broadcast_channel<fragile> b(2);
+  auto a = b.subscribe();
+  auto other = b.subscribe();
+  BOOST_TEST(b.try_send(fragile(1)));
+  fragile::copies_fail = true;
+  BOOST_CHECK_THROW(a.try_receive(), std::runtime_error);
+  fragile::copies_fail = false;
+  BOOST_TEST(a.try_receive().value().value == 1);
+  std::string waited;
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    try {
+      co_await a.receive();  // waits: then the send's copy for it throws
+      waited = "received";
+    } catch (const std::runtime_error& e) {
+      waited = e.what();
+    }
+  });
+  ctx.poll();
+  ctx.restart();
+  fragile::copies_fail = true;
+  BOOST_TEST(b.try_send(fragile(2)));  // sent: buffered for both
+  fragile::copies_fail = false;
+  ctx.run();
+  BOOST_TEST(waited == "copy failed");
+  BOOST_TEST(a.try_receive().value().value == 2);
+  BOOST_TEST(other.try_receive().value().value == 1);
+  BOOST_TEST(other.try_receive().value().value == 2);
+  BOOST_TEST(b.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
+  BOOST_CHECK_THROW(coral::broadcast_channel<int>(0), std::invalid_argument);
+  BOOST_CHECK_THROW(coral::broadcast_channel<int>(4, coral::overflow::drop_latest), std::invalid_argument);
+  asio::io_context ctx(1);
+  coral::broadcast_channel<int> b(4);
+  auto sub = b.subscribe();
+  std::string second;
+  coral::spawn(ctx, [&]() -> coral::task<> { co_await sub.receive(); });
+  coral::spawn(ctx, [&]() -> coral::task<> {
+    try {
+      co_await sub.receive();
+    } catch (const std::logic_error&) {
+      second = "logic_error";
+    }
+  });
+  ctx.poll();
+  BOOST_TEST(second == "logic_error");
+  auto moved = std::move(sub);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<bool> { co_return !(co_await sub.next()).has_value(); });
+  BOOST_TEST(b.try_send(1));
+  ctx.run();
+  BOOST_TEST(get_within(std::move(j)));  // a moved-from subscriber is unsubscribed
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,12 +1,13 @@
 #pragma once
 
-// coral's errors. Both exceptions derive from std::runtime_error (through system_error), so catch
+// coral's errors. Each exception derives from std::runtime_error (through system_error), so catch
 // (std::exception&) catches them. Cancellation is not an error of coral's: it is
 // boost::system::system_error(asio::error::operation_aborted), as in Asio.
 
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -16,6 +17,7 @@ namespace coral {
 enum class errc {
   channel_closed = 1,  // the channel was closed (or destroyed) before the operation could complete
   timeout = 2,         // the operation did not finish in time
+  lagged = 3,          // a broadcast subscriber fell behind, and values it had not received were dropped
 };
 
 const boost::system::error_category& error_category() noexcept;
@@ -46,6 +48,23 @@ class timeout_error : public boost::system::system_error {
 
  private:
   std::chrono::steady_clock::time_point deadline_;
+};
+
+// Thrown by a broadcast_channel subscriber's receive when values it had not received were dropped
+// (overflow::drop_oldest); code() is errc::lagged. missed() is how many it lost. The subscriber
+// then continues with the oldest value still buffered.
+// Thread safety: distinct objects: safe. Shared objects: safe (const members only).
+class lagged : public boost::system::system_error {
+ public:
+  explicit lagged(std::uint64_t missed)
+      : system_error(make_error_code(errc::lagged), "coral::broadcast_channel: the subscriber fell behind and missed " +
+                                                        std::to_string(missed) + (missed == 1 ? " value" : " values")),
+        missed_(missed) {}
+
+  std::uint64_t missed() const noexcept { return missed_; }
+
+ private:
+  std::uint64_t missed_;
 };
 
 }  // namespace coral
