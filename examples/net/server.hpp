@@ -14,6 +14,8 @@
 //   --io-pool N: a coral::io_pool, N io_contexts each run by one thread. The acceptor hands each
 //     connection to the next context, where its session lives until it ends: no strands, and no
 //     thread wakes another on a connection's way (docs/tasks.md compares the two, with numbers).
+// At most --max-connections sessions at once: a connection over it gets the server's refusal (an
+// HTTP 503, a line) and is closed, and holds nothing after a short linger.
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -23,6 +25,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <chrono>
 #include <coral/coral.hpp>
 #include <cstdio>
@@ -50,10 +53,11 @@ struct options {
   bool pin_threads = false;  // with io_pool: each thread on a CPU of its own
   std::chrono::milliseconds idle_timeout = 30s;
   std::chrono::milliseconds grace = 5s;
+  std::size_t max_connections = 10'000;  // sessions at once; past it a connection is refused
 };
 
 // --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1]
-// [--pin-threads 1], --idle-timeout-ms N, --grace-ms N.
+// [--pin-threads 1], --idle-timeout-ms N, --grace-ms N, --max-connections N.
 inline options parse_options(int argc, char* argv[], const char* usage) {
   options o;
   auto fail = [&](const std::string& why) {
@@ -80,6 +84,8 @@ inline options parse_options(int argc, char* argv[], const char* usage) {
       o.idle_timeout = std::chrono::milliseconds(value);
     } else if (name == "--grace-ms") {
       o.grace = std::chrono::milliseconds(value);
+    } else if (name == "--max-connections" && value >= 1 && value <= 10'000'000) {
+      o.max_connections = value;
     } else {
       fail("bad option: " + std::string(name) + " " + argv[i]);
     }
@@ -218,6 +224,28 @@ coral::task<> write_all(Socket& socket, Buffers buffers) {
   co_await asio::async_write(socket, buffers, coral::use_task);
 }
 
+template <class Socket, class Buffers>
+coral::task<std::size_t> write_some(Socket& socket, Buffers buffers) {
+  co_return co_await socket.async_write_some(buffers, coral::use_task);
+}
+
+// Writes all of `buffers`, as long as the client takes some of them: each write that the socket
+// accepts something of starts the clock again, so a client that reads, however slowly, is never
+// dropped for it; one whose socket accepts nothing for `limit` is (coral::timeout_error).
+template <class Socket, class Buffers>
+coral::task<> write_making_progress(Socket& socket, const Buffers& buffers, std::chrono::milliseconds limit) {
+  boost::beast::buffers_suffix<Buffers> rest(buffers);
+  while (asio::buffer_size(rest) > 0) rest.consume(co_await coral::with_timeout(limit, write_some(socket, rest)));
+}
+
+// Reads and drops what the client sends until it ends, or `limit` bytes.
+template <class Socket>
+coral::task<> drain(Socket& socket, std::size_t limit) {
+  char scratch[16 * 1024];
+  for (std::size_t total = 0; total < limit;)
+    total += co_await socket.async_read_some(asio::buffer(scratch), coral::use_task);
+}
+
 // True when the client has sent something, false when the shutdown began.
 template <class Socket>
 coral::task<bool> client_or_shutdown(Socket& socket, coral::event& stopping) {
@@ -265,14 +293,50 @@ struct listener {
   std::function<asio::any_io_executor(tcp::acceptor&)> session_executor;
 };
 
+// What a connection past --max-connections gets: `refusal`, then a graceful close (the send side
+// shut down, then what the client sends read and dropped until it closes, for at most
+// refusal_linger and 64 KiB), so that a client that sent a request at once reads the refusal
+// rather than a reset. At most refusals_at_once are in progress; past that a connection is
+// closed at once.
+inline constexpr std::size_t refusals_at_once = 256;
+inline constexpr auto refusal_linger = 1s;
+// The line servers' refusal (echo, chat).
+inline constexpr std::string_view line_refusal = "server full: too many connections\n";
+
+inline coral::task<> refuse_connection(tcp::socket socket, std::string_view refusal) {
+  try {
+    co_await coral::with_timeout(refusal_linger, [&]() -> coral::task<> {
+      co_await write_all(socket, asio::buffer(refusal.data(), refusal.size()));
+      socket.shutdown(tcp::socket::shutdown_send);
+      co_await drain(socket, 64 * 1024);
+    }());
+  } catch (const coral::timeout_error&) {
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
+    // the client's end of stream, or its reset
+  }
+}
+
+// The slots serve() hands out: made before the io_context(s) the sessions run on, since a slot is
+// given back when its task's callable is destroyed, which may come after serve() has returned.
+struct connection_slots {
+  explicit connection_slots(std::size_t max_connections) : sessions(max_connections), refusals(refusals_at_once) {}
+  coral::semaphore sessions;  // one per session, from its accept until its task has ended
+  coral::semaphore refusals;  // one per connection being refused
+};
+
 // The server's life: accepts, with `session(socket)` returning each connection's task (spawned
 // into the session group, on the socket's executor), until a signal; then the two phases above.
+// A session holds one of the o.max_connections slots from its accept until its task has ended,
+// however it ends; a connection accepted when none is free gets `refusal` (refuse_connection).
 template <class Session>
-coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Session session) {
+coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, connection_slots& slots,
+                    std::string_view refusal, Session session) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
   auto accept_loop = [&](tcp::acceptor& acceptor) -> coral::task<> {
-    long failed = 0;  // accepts that failed for want of resources, since the last that did not
+    long failed = 0;   // accepts that failed for want of resources, since the last that did not
+    long refused = 0;  // connections refused for want of a slot, since the last one served
     for (;;) {
       auto [error, socket] =
           co_await acceptor.async_accept(l.session_executor(acceptor), asio::as_tuple(coral::use_task));
@@ -292,7 +356,24 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Se
       }
       if (error) continue;  // (a connection reset before it was accepted)
       auto where = socket.get_executor();
-      sessions.spawn(where, [&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
+      if (!slots.sessions.try_acquire()) {
+        if (refused++ == 0) std::fprintf(stderr, "accept: %zu connections: refusing more\n", o.max_connections);
+        if (slots.refusals.try_acquire()) {
+          sessions.spawn(where, [refusal, s = std::move(socket),
+                                 slot = coral::semaphore_permit(slots.refusals, std::adopt_lock)]() mutable {
+            return refuse_connection(std::move(s), refusal);
+          });
+        }
+        continue;  // (without a refusal slot: closed at once)
+      }
+      if (refused > 0) {
+        std::fprintf(stderr, "accept: serving again after %ld refused connections\n", refused);
+        refused = 0;
+      }
+      sessions.spawn(where, [&session, s = std::move(socket),
+                             slot = coral::semaphore_permit(slots.sessions, std::adopt_lock)]() mutable {
+        return session(std::move(s));
+      });
     }
   };
   // Each acceptor's loop on the acceptor's own context.
@@ -352,12 +433,12 @@ inline tcp::acceptor listening_acceptor(asio::io_context& context, unsigned shor
   return acceptor;
 }
 
-// Runs `serve(listener, o, stopping, session)` on o.threads threads sharing an io_context, or on
-// an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
+// Runs `serve(listener, o, stopping, slots, refusal, session)` on o.threads threads sharing an
+// io_context, or on an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
 // before the port is announced: a supervisor that stops the server as soon as it listens gets the
 // graceful shutdown too.
 template <class Session>
-int run(const options& o, shutdown_signal& stopping, Session session) {
+int run(const options& o, shutdown_signal& stopping, std::string_view refusal, Session session) {
   // A connection is a descriptor: allow as many as the system lets this process have.
   rlimit files{};
   if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
@@ -377,6 +458,7 @@ int run(const options& o, shutdown_signal& stopping, Session session) {
     std::printf("listening on %u\n", static_cast<unsigned>(l.acceptors.front().local_endpoint().port()));
     std::fflush(stdout);
   };
+  connection_slots slots(o.max_connections);  // (before the contexts: see there)
   try {
     if (o.io_pool == 0) {
       asio::io_context io(static_cast<int>(o.threads));
@@ -385,7 +467,7 @@ int run(const options& o, shutdown_signal& stopping, Session session) {
                  }};
       l.acceptors.push_back(listening_acceptor(io, o.port, false));
       announce(l);
-      auto job = coral::spawn(io.get_executor(), serve(l, o, stopping, session));
+      auto job = coral::spawn(io.get_executor(), serve(l, o, stopping, slots, refusal, session));
       std::vector<std::jthread> threads;
       for (unsigned i = 1; i < o.threads; ++i) threads.emplace_back([&io] { io.run(); });
       io.run();
@@ -408,7 +490,7 @@ int run(const options& o, shutdown_signal& stopping, Session session) {
       l.session_executor = [&pool](tcp::acceptor&) { return asio::any_io_executor(pool.get_executor()); };
     }
     announce(l);
-    auto job = coral::spawn(pool.context(0).get_executor(), serve(l, o, stopping, session));
+    auto job = coral::spawn(pool.context(0).get_executor(), serve(l, o, stopping, slots, refusal, session));
     job.wait();
     pool.stop();
     pool.join();
