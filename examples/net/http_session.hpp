@@ -337,10 +337,11 @@ coral::task<> refuse(Socket& socket, response& res, const server_context& server
 
 // GET /stream?n=N: N chunks, one every stream_interval (100 ms), made by a producer task and handed
 // over through a channel; a chunk the client's socket accepts nothing of for the write timeout ends
-// the stream and the connection. With size=B, each chunk's line is padded with dots to B bytes. The producer and the
-// writer are joined with when_all: if the client goes away the write fails and when_all cancels the producer wherever
-// it waits. An HTTP/1.0 client, which knows no chunked encoding, gets the body as it comes, and the connection's end
-// ends it. HEAD gets the header alone. Returns whether the connection stays open.
+// the stream and the connection. With size=B, each chunk's line is padded with dots to B bytes.
+// The producer and the writer are joined with when_all: if the client goes away the write fails
+// and when_all cancels the producer wherever it waits. An HTTP/1.0 client, which knows no chunked
+// encoding, gets the body as it comes, and the connection's end ends it. HEAD gets the header
+// alone. Returns whether the connection stays open.
 template <class Socket>
 coral::task<bool> stream(Socket& socket, const request& req, long n, std::size_t size, server_context& server) {
   const bool chunked = req.version() >= 11;
@@ -478,15 +479,15 @@ struct answered_with_body {
 };
 
 // Answers a request whose body follows its header (read into `header`), reading the body a
-// body_piece at a time, within the request timeout: POST /echo writes each piece back (with the
+// body_piece at a time, by the request's `deadline`: POST /echo writes each piece back (with the
 // request's Content-Length, or chunked as the request was) before it reads the next; other routes
 // drop the body and answer as without one.
 template <class Socket>
 coral::task<answered_with_body> answer_with_body(Socket& socket, beast::flat_buffer& buffer, request_parser& header,
+                                                 std::chrono::steady_clock::time_point deadline,
                                                  server_context& server) {
   http::request_parser<http::buffer_body> parser(std::move(header));
   request head(parser.get().base());  // (the header alone)
-  const auto deadline = std::chrono::steady_clock::now() + server.request_timeout;
   const auto length = parser.content_length();
   std::vector<char> piece(body_piece);
   // The body's next bytes, at least one (none once it has ended).
@@ -571,8 +572,10 @@ coral::task<> session(Socket socket, server_context& server) {
       parser.header_limit(header_limit);
       parser.body_limit(body_limit);
       std::optional<response> refused;
+      // (The header and the body within the request timeout: slowloris.)
+      const auto deadline = std::chrono::steady_clock::now() + server.request_timeout;
       try {
-        refused = co_await coral::with_timeout(server.request_timeout, receive_request(socket, buffer, parser));
+        refused = co_await coral::with_deadline(deadline, receive_request(socket, buffer, parser));
       } catch (const boost::system::system_error& e) {
         refused = refusal_for(e);
         if (!refused) throw;
@@ -583,7 +586,7 @@ coral::task<> session(Socket socket, server_context& server) {
         if (server.on_request) server.on_request(req);
         keep_alive = co_await answer(socket, req, server);
       } else if (!refused) {
-        auto answered = co_await answer_with_body(socket, buffer, parser, server);
+        auto answered = co_await answer_with_body(socket, buffer, parser, deadline, server);
         refused = std::move(answered.refused);
         keep_alive = answered.keep_alive;
       }
