@@ -1,8 +1,10 @@
 // HTTP/1.1 server: the connection's code and its policies are in http_session.hpp.
 //   http_server [--bind 127.0.0.1] [--port 55555] [--threads 1 | --io-pool N] [--idle-timeout-ms 30000]
-//               [--grace-ms 5000] [--request-timeout-ms 10000] [--debug-port N]
+//               [--grace-ms 5000] [--request-timeout-ms 10000] [--write-timeout-ms 10000]
+//               [--stream-interval-ms 100] [--max-connections 10000] [--debug-port N]
 // Try it: curl localhost:55555/  /sleep?ms=500  /stream?n=5  /stats  -d hi localhost:55555/echo
 // With --debug-port 6060, what the tasks do (CORAL_TASK_TRACKING=1): curl localhost:6060/debug/tasks
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,14 +23,17 @@ using namespace net_demo::http_demo;
 int main(int argc, char* argv[]) {
   static constexpr char usage[] =
       "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--idle-timeout-ms N] [--grace-ms "
-      "N] [--request-timeout-ms N] [--debug-port N]";
+      "N] [--request-timeout-ms N] [--write-timeout-ms N] [--stream-interval-ms N] [--max-connections N] "
+      "[--debug-port N]";
   // http_server's own options are taken out before the common ones are parsed.
-  std::chrono::milliseconds request_timeout{10'000};
+  server_context server;
   std::optional<unsigned short> debug_port;  // the debug routes' listener, on 127.0.0.1 (none unless asked)
   std::vector<char*> common{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string_view name = argv[i];
-    if ((name == "--request-timeout-ms" || name == "--debug-port") && i + 1 < argc) {
+    if ((name == "--request-timeout-ms" || name == "--write-timeout-ms" || name == "--stream-interval-ms" ||
+         name == "--debug-port") &&
+        i + 1 < argc) {
       char* end = nullptr;
       const unsigned long value = std::strtoul(argv[++i], &end, 10);
       if (*argv[i] == '\0' || *end != '\0' || (name == "--debug-port" && value > 65535)) {
@@ -38,18 +43,22 @@ int main(int argc, char* argv[]) {
       }
       if (name == "--debug-port") {
         debug_port = static_cast<unsigned short>(value);
+      } else if (name == "--request-timeout-ms") {
+        server.request_timeout = std::chrono::milliseconds(value);
+      } else if (name == "--write-timeout-ms") {
+        server.write_timeout = std::chrono::milliseconds(std::max(1ul, value));
       } else {
-        request_timeout = std::chrono::milliseconds(value);
+        server.stream_interval = std::chrono::milliseconds(value);
       }
     } else {
       common.push_back(argv[i]);
     }
   }
-  server_context server;
   server.o = parse_options(static_cast<int>(common.size()), common.data(), usage);
-  server.request_timeout = request_timeout;
+  const std::string refusal = over_capacity();
   auto demo = [&](tcp::socket socket) { return session(std::move(socket), server, routes::demo); };
-  if (!debug_port) return run(server.o, server.stopping, demo);
+  if (!debug_port) return run(server.o, server.stopping, refusal, demo);
   auto debug = [&](tcp::socket socket) { return session(std::move(socket), server, routes::debug); };
-  return run(server.o, server.stopping, demo, private_listener<decltype(debug)>{"debug routes", *debug_port, debug});
+  return run(server.o, server.stopping, refusal, demo,
+             private_listener<decltype(debug)>{"debug routes", *debug_port, debug});
 }

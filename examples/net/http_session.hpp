@@ -31,9 +31,17 @@
 //   (and the connection closed) when the route will refuse the request anyway (404, 405).
 // - HEAD is answered as GET is, without the body. A 405 names the allowed methods.
 // - Empty lines before a request line are ignored.
-// - Reads and writes have time-outs (beast #2865): a client that stops reading its response is
-//   dropped after the request timeout too. Once a shutdown has begun, responses carry
-//   "Connection: close".
+// - Reads and writes have time-outs (beast #2865): a client whose socket accepts nothing of its
+//   response for the write timeout is dropped (a stream that makes no progress ends), one that
+//   reads however slowly is not. Once a shutdown has begun, responses carry "Connection: close".
+// - What a connection holds is bounded whether or not its client reads: a request's body is read
+//   a piece (16 KiB) at a time, never whole. POST /echo writes each piece back before it reads the
+//   next, so a client that sends and does not read holds one piece: the server stops reading,
+//   and TCP stops the client. A body that turns out malformed or too large after its first piece
+//   was echoed cuts the response short and closes the connection (its status line has gone);
+//   other routes drop the body, and a failure anywhere in it gets its refusal.
+// - Past --max-connections, a connection gets "503 Service Unavailable" with "Connection: close"
+//   and is closed (server.hpp).
 
 #include <algorithm>
 #include <atomic>
@@ -76,6 +84,9 @@ inline constexpr long dump_limit_default = 100;
 inline constexpr std::size_t read_buffer_limit = 64 * 1024;
 // What a refused client may still send before the connection closes (see refuse()).
 inline constexpr std::size_t linger_limit = 16 * 1024 * 1024;
+// The most of a request's body held at once, and /stream's largest chunk (size=B).
+inline constexpr std::size_t body_piece = 16 * 1024;
+inline constexpr long longest_chunk = body_piece;
 
 struct statistics {
   std::atomic<long> open_connections{0};
@@ -94,6 +105,7 @@ struct alive {
 struct server_context {
   options o;
   std::chrono::milliseconds request_timeout{10'000};
+  std::chrono::milliseconds write_timeout{10'000};  // without progress in a response's write
   // /sleep's longest sleep and /stream's time between chunks (shorter for the fuzz target).
   std::chrono::milliseconds longest_sleep{60'000};
   std::chrono::milliseconds stream_interval{100};
@@ -142,6 +154,13 @@ inline response refusal(http::status status, std::string body) {
   res.body() = std::move(body) + "\n";
   res.prepare_payload();
   return res;
+}
+
+// What a connection past --max-connections gets (server.hpp's refusal).
+inline std::string over_capacity() {
+  std::ostringstream serialized;
+  serialized << refusal(http::status::service_unavailable, "too many connections");
+  return serialized.str();
 }
 
 // ASCII case-insensitive equality. (Not beast::iequals: Beast 1.81's reads one byte past the end of
@@ -377,7 +396,7 @@ inline bool accept_version(beast::flat_buffer& buffer) {
   return true;
 }
 
-// Reads the next request into `parser`: the refusal to send instead of an answer, if any.
+// Reads the next request's header into `parser`: the refusal to send instead of an answer, if any.
 template <class Socket>
 coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat_buffer& buffer, request_parser& parser,
                                                      routes served) {
@@ -401,16 +420,7 @@ coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat
     static constexpr char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
     co_await write_all(socket, asio::buffer(continue_line, sizeof continue_line - 1));
   }
-  if (!parser.is_done()) co_await http::async_read(socket, buffer, parser, coral::use_task);
-  co_return std::nullopt;
-}
-
-// Reads and drops what the client sends until it ends, or `limit` bytes.
-template <class Socket>
-coral::task<> drain(Socket& socket, std::size_t limit) {
-  char scratch[16 * 1024];
-  for (std::size_t total = 0; total < limit;)
-    total += co_await socket.async_read_some(asio::buffer(scratch), coral::use_task);
+  co_return std::nullopt;  // (a body is read as the request is answered: answer_with_body)
 }
 
 // After the send side's shutdown: reads and drops what the client still sends, until it closes
@@ -430,19 +440,21 @@ coral::task<> linger(Socket& socket, const server_context& server) {
 // would reset the connection, and the client, still sending, might never read the refusal.
 template <class Socket>
 coral::task<> refuse(Socket& socket, response& res, const server_context& server) {
-  co_await coral::with_timeout(server.request_timeout, write_message(socket, res));
+  co_await coral::with_timeout(server.write_timeout, write_message(socket, res));
   boost::system::error_code ignored;
   socket.shutdown(Socket::shutdown_send, ignored);
   co_await linger(socket, server);
 }
 
-// GET /stream?n=N: N chunks, one every stream_interval (100 ms), made by a producer task and handed over through a
-// channel. The producer and the writer are joined with when_all: if the client goes away the write
-// fails and when_all cancels the producer wherever it waits. An HTTP/1.0 client, which knows no
-// chunked encoding, gets the body as it comes, and the connection's end ends it. HEAD gets the
-// header alone. Returns whether the connection stays open.
+// GET /stream?n=N: N chunks, one every stream_interval (100 ms), made by a producer task and handed
+// over through a channel; a chunk the client's socket accepts nothing of for the write timeout ends
+// the stream and the connection. With size=B, each chunk's line is padded with dots to B bytes.
+// The producer and the writer are joined with when_all: if the client goes away the write fails
+// and when_all cancels the producer wherever it waits. An HTTP/1.0 client, which knows no chunked
+// encoding, gets the body as it comes, and the connection's end ends it. HEAD gets the header
+// alone. Returns whether the connection stays open.
 template <class Socket>
-coral::task<bool> stream(Socket& socket, const request& req, long n, server_context& server) {
+coral::task<bool> stream(Socket& socket, const request& req, long n, std::size_t size, server_context& server) {
   const bool chunked = req.version() >= 11;
   http::response<http::empty_body> res{http::status::ok, 11};
   res.set(http::field::server, "coral");
@@ -450,7 +462,7 @@ coral::task<bool> stream(Socket& socket, const request& req, long n, server_cont
   keep_alive(res, req, chunked && req.keep_alive() && !server.stopping.is_set());
   res.chunked(chunked);
   http::response_serializer<http::empty_body> serializer{res};
-  co_await coral::with_timeout(server.request_timeout, [&]() -> coral::task<> {
+  co_await coral::with_timeout(server.write_timeout, [&]() -> coral::task<> {
     co_await http::async_write_header(socket, serializer, coral::use_task);
   }());
   if (req.method() == http::verb::head) co_return res.keep_alive();
@@ -460,19 +472,21 @@ coral::task<bool> stream(Socket& socket, const request& req, long n, server_cont
     alive counted(server.stats.tasks_alive);
     for (long i = 0; i < n; ++i) {
       co_await coral::sleep_for(server.stream_interval);
-      co_await chunks.send("chunk " + std::to_string(i) + "\n");
+      std::string chunk = "chunk " + std::to_string(i);
+      if (chunk.size() + 1 < size) chunk.resize(size - 1, '.');
+      co_await chunks.send(chunk + "\n");
     }
     chunks.close();
   };
   auto write = [&]() -> coral::task<> {
     while (auto chunk = co_await chunks.next()) {
       if (chunked) {
-        co_await coral::with_timeout(server.request_timeout, write_all(socket, http::make_chunk(asio::buffer(*chunk))));
+        co_await write_making_progress(socket, http::make_chunk(asio::buffer(*chunk)), server.write_timeout);
       } else {
-        co_await coral::with_timeout(server.request_timeout, write_all(socket, asio::buffer(*chunk)));
+        co_await write_making_progress(socket, asio::buffer(*chunk), server.write_timeout);
       }
     }
-    if (chunked) co_await coral::with_timeout(server.request_timeout, write_all(socket, http::make_chunk_last()));
+    if (chunked) co_await write_making_progress(socket, http::make_chunk_last(), server.write_timeout);
   };
   co_await coral::when_all(produce(), write());
   co_return res.keep_alive();
@@ -497,16 +511,20 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server, r
         res = text(req, http::status::ok, "slept " + std::to_string(*ms) + " ms\n");
       }
       break;
-    case route::stream:
-      if (const auto n = query_number(target, "n"); !n || *n > 10'000) {
-        res = text(req, http::status::bad_request, "/stream?n=N, N from 0 to 10000\n");
+    case route::stream: {
+      const auto size =
+          target && target->params().contains("size") ? query_number(target, "size") : std::optional<long>(0);
+      if (const auto n = query_number(target, "n"); !n || *n > 10'000 || !size || *size > longest_chunk) {
+        res = text(req, http::status::bad_request,
+                   "/stream?n=N[&size=B], N from 0 to 10000, B from 0 to " + std::to_string(longest_chunk) + "\n");
       } else {
-        const bool keep_alive = co_await stream(socket, req, *n, server);
+        const bool keep_alive = co_await stream(socket, req, *n, static_cast<std::size_t>(*size), server);
         ++server.stats.requests_served;
         co_return keep_alive;
       }
       break;
-    case route::echo:
+    }
+    case route::echo:  // (without a body: answer_with_body echoes one)
       res = text(req, http::status::ok, std::move(req.body()), "application/octet-stream");
       break;
     case route::stats: {
@@ -549,7 +567,7 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server, r
   }
   if (req.method() == http::verb::head) res->body().clear();  // (Content-Length stays: the GET's)
   if (server.stopping.is_set()) res->keep_alive(false);       // no next request will be read
-  co_await coral::with_timeout(server.request_timeout, write_message(socket, *res));
+  co_await coral::with_timeout(server.write_timeout, write_message(socket, *res));
   ++server.stats.requests_served;
   co_return res->keep_alive();
 }
@@ -563,6 +581,100 @@ inline std::optional<response> refusal_for(const boost::system::error_code& e) {
   if (e.category() == boost::system::error_code(http::error::end_of_stream).category())
     return refusal(http::status::bad_request, "bad request");
   return std::nullopt;
+}
+
+// The refusal a failed read of a request earns, if any: 408 for its time-out; nothing for a client
+// that left, or for the shutdown's second phase (the failure then goes on).
+inline std::optional<response> refusal_for(const boost::system::system_error& failure) {
+  if (dynamic_cast<const coral::timeout_error*>(&failure))
+    return refusal(http::status::request_timeout, "request timeout");
+  if (failure.code() == asio::error::operation_aborted || failure.code() == http::error::end_of_stream) return {};
+  return refusal_for(failure.code());
+}
+
+// What answering a request with a body came to: a refusal to send (the body failed before any of
+// the response was written), or whether the connection stays open.
+struct answered_with_body {
+  std::optional<response> refused;
+  bool keep_alive = false;
+};
+
+// Answers a request whose body follows its header (read into `header`), reading the body a
+// body_piece at a time, by the request's `deadline`: POST /echo writes each piece back (with the
+// request's Content-Length, or chunked as the request was) before it reads the next; other routes
+// drop the body and answer as without one.
+template <class Socket>
+coral::task<answered_with_body> answer_with_body(Socket& socket, beast::flat_buffer& buffer, request_parser& header,
+                                                 std::chrono::steady_clock::time_point deadline, server_context& server,
+                                                 routes served) {
+  http::request_parser<http::buffer_body> parser(std::move(header));
+  request head(parser.get().base());  // (the header alone)
+  const auto length = parser.content_length();
+  std::vector<char> piece(body_piece);
+  // The body's next bytes, at least one (none once it has ended).
+  auto read_piece = [&]() -> coral::task<std::size_t> {
+    auto& body = parser.get().body();
+    body.data = piece.data();
+    body.size = piece.size();
+    while (body.size == piece.size() && !parser.is_done()) {
+      auto [error, n] = co_await http::async_read_some(socket, buffer, parser, asio::as_tuple(coral::use_task));
+      if (error && error != http::error::need_buffer) throw boost::system::system_error(error);
+    }
+    co_return piece.size() - body.size;
+  };
+  const bool echo = route_of(head, target_of(head), served) == route::echo;
+  std::size_t n = 0;
+  try {
+    if (echo) {
+      n = co_await coral::with_deadline(deadline, read_piece());
+    } else {
+      co_await coral::with_deadline(deadline, [&]() -> coral::task<> {
+        while (!parser.is_done()) co_await read_piece();
+      }());
+    }
+  } catch (const boost::system::system_error& e) {
+    auto refused = refusal_for(e);
+    if (!refused) throw;
+    co_return answered_with_body{std::move(refused)};
+  }
+  if (!echo) {
+    if (server.on_request) server.on_request(head);
+    co_return answered_with_body{std::nullopt, co_await answer(socket, head, server, served)};
+  }
+
+  alive in_flight(server.stats.requests_in_flight);
+  if (server.on_request) server.on_request(head);
+  http::response<http::empty_body> res{http::status::ok, 11};
+  res.set(http::field::server, "coral");
+  res.set(http::field::content_type, "application/octet-stream");
+  keep_alive(res, head, head.keep_alive() && !server.stopping.is_set());
+  const bool chunked = !length;  // (HTTP/1.0 has no chunked body: check_header refused it)
+  if (chunked) {
+    res.chunked(true);
+  } else {
+    res.content_length(*length);
+  }
+  http::response_serializer<http::empty_body> serializer{res};
+  co_await coral::with_timeout(server.write_timeout, [&]() -> coral::task<> {
+    co_await http::async_write_header(socket, serializer, coral::use_task);
+  }());
+  // From here a failure of the body (malformed, too large, too slow, cut short) cuts the response
+  // short: the session ends.
+  for (;;) {
+    if (n > 0) {
+      const asio::const_buffer bytes(piece.data(), n);
+      if (chunked) {
+        co_await write_making_progress(socket, http::make_chunk(bytes), server.write_timeout);
+      } else {
+        co_await write_making_progress(socket, bytes, server.write_timeout);
+      }
+    }
+    if (parser.is_done()) break;
+    n = co_await coral::with_deadline(deadline, read_piece());
+  }
+  if (chunked) co_await write_making_progress(socket, http::make_chunk_last(), server.write_timeout);
+  ++server.stats.requests_served;
+  co_return answered_with_body{std::nullopt, res.keep_alive()};
 }
 
 // One connection, until the client leaves, a refusal, an idle timeout or the shutdown; `served`:
@@ -582,22 +694,29 @@ coral::task<> session(Socket socket, server_context& server, routes served = rou
       parser.header_limit(header_limit);
       parser.body_limit(body_limit);
       std::optional<response> refused;
+      // (The header and the body within the request timeout: slowloris.)
+      const auto deadline = std::chrono::steady_clock::now() + server.request_timeout;
       try {
-        refused = co_await coral::with_timeout(server.request_timeout, receive_request(socket, buffer, parser, served));
-      } catch (const coral::timeout_error&) {
-        refused = refusal(http::status::request_timeout, "request timeout");
+        refused = co_await coral::with_deadline(deadline, receive_request(socket, buffer, parser, served));
       } catch (const boost::system::system_error& e) {
-        if (e.code() == asio::error::operation_aborted || e.code() == http::error::end_of_stream) throw;
-        refused = refusal_for(e.code());
+        refused = refusal_for(e);
         if (!refused) throw;
+      }
+      bool keep_alive = false;
+      if (!refused && parser.is_done()) {
+        request req = parser.release();
+        if (server.on_request) server.on_request(req);
+        keep_alive = co_await answer(socket, req, server, served);
+      } else if (!refused) {
+        auto answered = co_await answer_with_body(socket, buffer, parser, deadline, server, served);
+        refused = std::move(answered.refused);
+        keep_alive = answered.keep_alive;
       }
       if (refused) {
         co_await refuse(socket, *refused, server);
         co_return;
       }
-      request req = parser.release();
-      if (server.on_request) server.on_request(req);
-      if (!co_await answer(socket, req, server, served)) break;
+      if (!keep_alive) break;
       // A shutdown began meanwhile: the request in flight is answered, no new one is started
       // (a busy keep-alive client might never leave the idle wait's path).
       if (server.stopping.is_set()) break;

@@ -17,6 +17,9 @@
 // Where: --bind ADDRESS (IPv4 or IPv6), 127.0.0.1 unless given: a demo is reachable from this
 // machine only until it is told otherwise (--bind 0.0.0.0, or :: for IPv6 and IPv4). A private
 // listener (http_server's debug routes) is always on 127.0.0.1.
+// At most --max-connections sessions at once (the private listener's count too): a connection
+// over it gets the server's refusal (an HTTP 503, a line) and is closed, and holds nothing after a
+// short linger.
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -26,6 +29,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <chrono>
 #include <coral/coral.hpp>
 #include <cstdio>
@@ -56,10 +60,11 @@ struct options {
   bool pin_threads = false;  // with io_pool: each thread on a CPU of its own
   std::chrono::milliseconds idle_timeout = 30s;
   std::chrono::milliseconds grace = 5s;
+  std::size_t max_connections = 10'000;  // sessions at once; past it a connection is refused
 };
 
 // --bind ADDRESS, --port N (0: any free port, printed), --threads N | --io-pool N [--reuse-port 1]
-// [--pin-threads 1], --idle-timeout-ms N, --grace-ms N.
+// [--pin-threads 1], --idle-timeout-ms N, --grace-ms N, --max-connections N.
 inline options parse_options(int argc, char* argv[], const char* usage) {
   options o;
   auto fail = [&](const std::string& why) {
@@ -92,6 +97,8 @@ inline options parse_options(int argc, char* argv[], const char* usage) {
       o.idle_timeout = std::chrono::milliseconds(value);
     } else if (name == "--grace-ms") {
       o.grace = std::chrono::milliseconds(value);
+    } else if (name == "--max-connections" && value >= 1 && value <= 10'000'000) {
+      o.max_connections = value;
     } else {
       fail("bad option: " + std::string(name) + " " + argv[i]);
     }
@@ -230,6 +237,28 @@ coral::task<> write_all(Socket& socket, Buffers buffers) {
   co_await asio::async_write(socket, buffers, coral::use_task);
 }
 
+template <class Socket, class Buffers>
+coral::task<std::size_t> write_some(Socket& socket, Buffers buffers) {
+  co_return co_await socket.async_write_some(buffers, coral::use_task);
+}
+
+// Writes all of `buffers`, as long as the client takes some of them: each write that the socket
+// accepts something of starts the clock again, so a client that reads, however slowly, is never
+// dropped for it; one whose socket accepts nothing for `limit` is (coral::timeout_error).
+template <class Socket, class Buffers>
+coral::task<> write_making_progress(Socket& socket, const Buffers& buffers, std::chrono::milliseconds limit) {
+  boost::beast::buffers_suffix<Buffers> rest(buffers);
+  while (asio::buffer_size(rest) > 0) rest.consume(co_await coral::with_timeout(limit, write_some(socket, rest)));
+}
+
+// Reads and drops what the client sends until it ends, or `limit` bytes.
+template <class Socket>
+coral::task<> drain(Socket& socket, std::size_t limit) {
+  char scratch[16 * 1024];
+  for (std::size_t total = 0; total < limit;)
+    total += co_await socket.async_read_some(asio::buffer(scratch), coral::use_task);
+}
+
 // True when the client has sent something, false when the shutdown began.
 template <class Socket>
 coral::task<bool> client_or_shutdown(Socket& socket, coral::event& stopping) {
@@ -289,16 +318,52 @@ struct listener {
   std::optional<tcp::acceptor> private_acceptor;  // its sessions live on the acceptor's executor
 };
 
+// What a connection past --max-connections gets: `refusal`, then a graceful close (the send side
+// shut down, then what the client sends read and dropped until it closes, for at most
+// refusal_linger and 64 KiB), so that a client that sent a request at once reads the refusal
+// rather than a reset. At most refusals_at_once are in progress; past that a connection is
+// closed at once.
+inline constexpr std::size_t refusals_at_once = 256;
+inline constexpr auto refusal_linger = 1s;
+// The line servers' refusal (echo, chat).
+inline constexpr std::string_view line_refusal = "server full: too many connections\n";
+
+inline coral::task<> refuse_connection(tcp::socket socket, std::string_view refusal) {
+  try {
+    co_await coral::with_timeout(refusal_linger, [&]() -> coral::task<> {
+      co_await write_all(socket, asio::buffer(refusal.data(), refusal.size()));
+      socket.shutdown(tcp::socket::shutdown_send);
+      co_await drain(socket, 64 * 1024);
+    }());
+  } catch (const coral::timeout_error&) {
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
+    // the client's end of stream, or its reset
+  }
+}
+
+// The slots serve() hands out: made before the io_context(s) the sessions run on, since a slot is
+// given back when its task's callable is destroyed, which may come after serve() has returned.
+struct connection_slots {
+  explicit connection_slots(std::size_t max_connections) : sessions(max_connections), refusals(refusals_at_once) {}
+  coral::semaphore sessions;  // one per session, from its accept until its task has ended
+  coral::semaphore refusals;  // one per connection being refused
+};
+
 // The server's life: accepts, with `session(socket)` returning each connection's task (spawned
 // into the session group, on the socket's executor), and `private_session(socket)` each one of the
-// private listener's, until a signal; then the two phases above.
+// private listener's, until a signal; then the two phases above. A session (of either listener)
+// holds one of the o.max_connections slots from its accept until its task has ended, however it
+// ends; a connection accepted when none is free gets `refusal` (refuse_connection).
 template <class Session, class PrivateSession = std::nullptr_t>
-coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Session session,
+coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, connection_slots& slots,
+                    std::string_view refusal, Session session,
                     [[maybe_unused]] PrivateSession private_session = nullptr) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
   auto accept_loop = [&](tcp::acceptor& acceptor, auto& session) -> coral::task<> {
-    long failed = 0;  // accepts that failed for want of resources, since the last that did not
+    long failed = 0;   // accepts that failed for want of resources, since the last that did not
+    long refused = 0;  // connections refused for want of a slot, since the last one served
     for (;;) {
       auto [error, socket] =
           co_await acceptor.async_accept(l.session_executor(acceptor), asio::as_tuple(coral::use_task));
@@ -318,7 +383,24 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, Se
       }
       if (error) continue;  // (a connection reset before it was accepted)
       auto where = socket.get_executor();
-      sessions.spawn(where, [&session, s = std::move(socket)]() mutable { return session(std::move(s)); });
+      if (!slots.sessions.try_acquire()) {
+        if (refused++ == 0) std::fprintf(stderr, "accept: %zu connections: refusing more\n", o.max_connections);
+        if (slots.refusals.try_acquire()) {
+          sessions.spawn(where, [refusal, s = std::move(socket),
+                                 slot = coral::semaphore_permit(slots.refusals, std::adopt_lock)]() mutable {
+            return refuse_connection(std::move(s), refusal);
+          });
+        }
+        continue;  // (without a refusal slot: closed at once)
+      }
+      if (refused > 0) {
+        std::fprintf(stderr, "accept: serving again after %ld refused connections\n", refused);
+        refused = 0;
+      }
+      sessions.spawn(where, [&session, s = std::move(socket),
+                             slot = coral::semaphore_permit(slots.sessions, std::adopt_lock)]() mutable {
+        return session(std::move(s));
+      });
     }
   };
   // Each acceptor's loop on the acceptor's own context.
@@ -385,13 +467,14 @@ inline tcp::acceptor listening_acceptor(asio::io_context& context, const tcp::en
   throw boost::system::system_error(e.code(), what.str());
 }
 
-// Runs `serve(listener, o, stopping, session)` on o.threads threads sharing an io_context, or on
-// an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
+// Runs `serve(listener, o, stopping, slots, refusal, session)` on o.threads threads sharing an
+// io_context, or on an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
 // before the port is announced: a supervisor that stops the server as soon as it listens gets the
 // graceful shutdown too. With a private_listener, its acceptor listens on 127.0.0.1 (whatever
 // --bind says), on the first context.
 template <class Session, class Private = no_private_listener>
-int run(const options& o, shutdown_signal& stopping, Session session, [[maybe_unused]] Private private_side = {}) {
+int run(const options& o, shutdown_signal& stopping, std::string_view refusal, Session session,
+        [[maybe_unused]] Private private_side = {}) {
   constexpr bool has_private = !std::is_same_v<Private, no_private_listener>;
   // A connection is a descriptor: allow as many as the system lets this process have.
   rlimit files{};
@@ -422,11 +505,12 @@ int run(const options& o, shutdown_signal& stopping, Session session, [[maybe_un
           listening_acceptor(context, tcp::endpoint(asio::ip::address_v4::loopback(), private_side.port), false));
     }
   };
+  connection_slots slots(o.max_connections);  // (before the contexts: see there)
   auto serving = [&](listener& l) {
     if constexpr (has_private) {
-      return serve(l, o, stopping, session, private_side.session);
+      return serve(l, o, stopping, slots, refusal, session, private_side.session);
     } else {
-      return serve(l, o, stopping, session);
+      return serve(l, o, stopping, slots, refusal, session);
     }
   };
   try {

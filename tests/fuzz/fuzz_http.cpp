@@ -10,6 +10,8 @@
 // server knows, and, if it has a Transfer-Encoding, one that is exactly the token chunked (so a
 // 2xx never answers any other final coding); a debug route answers only on the private listener.
 // Each input runs twice: as a connection of the public listener, and of the private one.
+// One response may be cut short: the last, a 200 to a POST (/echo, which streams the body back
+// as it reads it, and ends the connection when the body fails after its first piece).
 //
 // Built as a libFuzzer target (CORAL_FUZZ=ON, clang; scripts/fuzz.sh http), and without
 // libFuzzer as a test that replays the seed corpus (fuzz_http_corpus in CTest).
@@ -118,7 +120,9 @@ void check_responses(std::string_view output, const std::vector<http::verb>& ans
       }
       if (error == http::error::need_more || (!error && used == 0)) {
         parser.put_eof(error);  // (a body that the connection's end ends, or a truncated response)
-        if (error) violation("a response cut short", all);
+        const bool echo_cut_short = parser.is_header_done() && parser.get().result() == http::status::ok &&
+                                    finals < answered.size() && answered[finals] == http::verb::post;
+        if (error && !echo_cut_short) violation("a response cut short", all);
         break;
       }
       if (error) violation(("a malformed response: " + error.message()).c_str(), all);

@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(chat_a_backlog_counts_what_each_queued_line_costs) {
   // participant, without a server): empty lines are one byte each, but each costs a std::string
   // to hold. Counted in bytes alone, a 256 KiB cap would let 262,144 of them (tens of MB) queue.
   net_demo::chat_demo::participant p(262144);
-  const std::string empty_line = "\n";
+  const auto empty_line = std::make_shared<const std::string>("\n");
   std::size_t offered = 0;
   while (!p.dropped && offered < 262144) {
     p.offer(empty_line);
@@ -331,6 +331,105 @@ BOOST_AUTO_TEST_CASE(chat_300_lines_in_one_write_reach_every_reader_in_order) {
   }
   BOOST_TEST(server.interrupt() == 0);
   BOOST_TEST(server.output().find("dropped") == std::string::npos, server.output());
+}
+
+namespace {
+
+// What a line server (echo, chat) sends a connection past --max-connections, then its close.
+std::string refused_line(const tcp::endpoint& server) {
+  auto client = connect_to(server);
+  std::string buffered;
+  const auto line = read_line(client, buffered);
+  const auto closed = wait_for_close(client);
+  BOOST_TEST((closed == asio::error::eof), closed.message());
+  return line;
+}
+
+// A client of a line server (echo, chat) that holds a session: its line comes back. Connections
+// that find every slot taken (one that a session just ended may not be free yet) are refused:
+// the next try comes once the refusal has been read.
+tcp::socket served_line_client(const tcp::endpoint& server) {
+  const auto deadline = clock_type::now() + patience;
+  for (;;) {
+    auto client = connect_to(server);
+    write_all(client, "here\n");
+    std::string buffered;
+    const auto line = read_line(client, buffered);
+    if (line == "here\n") return client;
+    BOOST_TEST_REQUIRE(line == "server full: too many connections\n");
+    BOOST_REQUIRE_MESSAGE(clock_type::now() < deadline, "a slot never came back");
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(line_connections_past_the_cap_get_a_line_then_the_close) {
+  // The same for echo_server and chat_server: each session holds a slot until it ends, however it
+  // ends, and gives it back once.
+  server_process server(arguments({"--max-connections", "3"}));
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 3; ++i) held.push_back(served_line_client(server.endpoint()));
+  BOOST_TEST(refused_line(server.endpoint()) == "server full: too many connections\n");
+  BOOST_TEST(refused_line(server.endpoint()) == "server full: too many connections\n");
+  // Sessions end: a close, a reset, and one the server ends (a line over 4 KiB for chat; echo
+  // echoes it and the client closes).
+  held[0].close();
+  held[1].set_option(asio::socket_base::linger(true, 0));
+  held[1].close();
+  write_all(held[2], std::string(5000, 'x') + "\n");
+  boost::system::error_code ignored;  // (chat may have reset the connection already)
+  held[2].shutdown(tcp::socket::shutdown_send, ignored);
+  wait_for_close(held[2]);
+  held.clear();
+  // Every slot comes back, and none twice.
+  for (int i = 0; i < 3; ++i) held.push_back(served_line_client(server.endpoint()));
+  BOOST_TEST(refused_line(server.endpoint()) == "server full: too many connections\n");
+  BOOST_TEST(server.interrupt() == 0, server.output());
+  BOOST_TEST(server.output().find("accept: 3 connections: refusing more") != std::string::npos, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(chat_a_line_is_one_buffer_however_many_receive_it) {
+  net_demo::chat_demo::room r;
+  std::vector<std::shared_ptr<net_demo::chat_demo::participant>> everyone;
+  for (int i = 0; i < 3; ++i) {
+    everyone.push_back(std::make_shared<net_demo::chat_demo::participant>(1 << 20));
+    r.join(everyone.back());
+  }
+  r.deliver("hello\n");
+  std::set<const std::string*> buffers;
+  for (auto& p : everyone) {
+    auto got = p->outbox.try_receive();
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(**got == "hello\n");
+    buffers.insert(got->get());
+    BOOST_TEST(p->backlog == net_demo::chat_demo::cost_of("hello\n"));
+  }
+  BOOST_TEST(buffers.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(chat_a_line_not_complete_in_time_ends_its_session) {
+  server_process server(arguments({"--line-timeout-ms", "300"}));
+  auto slow = connect_to(server.endpoint());
+  auto other = connect_to(server.endpoint());
+  std::string slow_in, other_in;
+  write_all(other, "other\n");
+  read_until_line(other, other_in, "other\n");
+  // A whole line, then the start of one that never ends, in one write.
+  write_all(slow, "whole\nstarted");
+  read_until_line(slow, slow_in, "whole\n");
+  read_until_line(other, other_in, "whole\n");
+  const auto closed = wait_for_close(slow);
+  BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  // A line that never ends from the first byte.
+  auto silent = connect_to(server.endpoint());
+  write_all(silent, "s");
+  const auto silent_closed = wait_for_close(silent);
+  BOOST_TEST((silent_closed == asio::error::eof || silent_closed == asio::error::connection_reset),
+             silent_closed.message());
+  // The room goes on; nothing of the unfinished lines was delivered.
+  write_all(other, "still here\n");
+  BOOST_TEST(read_line(other, other_in) == "still here\n");
+  BOOST_TEST(server.interrupt() == 0, server.output());
 }
 
 // HTTP: requests written by hand (as a client may write them), responses parsed by Beast.
@@ -510,11 +609,12 @@ BOOST_AUTO_TEST_CASE(http_bad_requests_are_refused_and_closed) {
   refused("GET / HTTP/1.1\r\nHost: test\r\nX-Big: " + std::string(9000, 'h') + "\r\n\r\n", 431);
   refused("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 2000000\r\n\r\n", 413);
   refused("GET / HTTP/1.1\r\nHost: te", 408);  // and never the rest (slowloris)
-  // What Beast parses in one piece beside the header: a chunk-size line, a trailer section.
+  // What Beast parses in one piece beside the header: a chunk-size line, a trailer section. (To a
+  // route that does not echo the body: /echo's response has begun once a piece of it has come.)
   refused("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n1;e=" + std::string(100'000, 'a') +
               "\r\nx\r\n0\r\n\r\n",
           400);
-  refused("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Trailer: " +
+  refused("POST / HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Trailer: " +
               std::string(100'000, 't') + "\r\n\r\n",
           400);
 
@@ -1014,6 +1114,199 @@ BOOST_AUTO_TEST_CASE(http_a_client_vanishing_mid_stream_costs_only_its_session) 
   // Its session and its producer end (the producer cancelled wherever it waited).
   wait_for_stat(server.endpoint(), "tasks_alive", 1);
   BOOST_TEST(server.interrupt() == 0);
+}
+
+namespace {
+
+// A client of http_server that holds a session (a keep-alive request answered): as
+// served_line_client.
+std::unique_ptr<http_connection> served_http_client(const tcp::endpoint& server) {
+  const auto deadline = clock_type::now() + patience;
+  for (;;) {
+    auto c = std::make_unique<http_connection>(server);
+    const auto res = c->get("/");
+    if (res.result_int() == 200) return c;
+    BOOST_TEST_REQUIRE(res.result_int() == 503);
+    BOOST_REQUIRE_MESSAGE(clock_type::now() < deadline, "a slot never came back");
+  }
+}
+
+// The refusal of a connection past --max-connections, with the request it had sent.
+void expect_over_capacity(const tcp::endpoint& server) {
+  http_connection c(server);
+  c.send("GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+  http::response_parser<http::string_body> parser;
+  bool done = false;
+  http::async_read(c.socket, c.buffer, parser, [&](boost::system::error_code e, std::size_t) {
+    BOOST_REQUIRE_MESSAGE(!e, "reading the refusal: " << e.message());
+    done = true;
+  });
+  run_until(done, "the refusal");
+  const auto res = parser.release();
+  BOOST_TEST(res.result_int() == 503);
+  BOOST_TEST(res.reason() == "Service Unavailable");
+  BOOST_TEST(res[http::field::connection] == "close");
+  BOOST_TEST(res[http::field::server] == "coral");
+  BOOST_TEST(res.body() == "too many connections\n");
+  const auto [rest, error] = rest_until_close(c);
+  BOOST_TEST(rest.empty(), rest);
+  BOOST_TEST((error == asio::error::eof), error.message());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(http_connections_past_the_cap_get_503_and_every_slot_comes_back) {
+  server_process server(arguments({"--max-connections", "4", "--stream-interval-ms", "1"}));
+  std::vector<std::unique_ptr<http_connection>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(served_http_client(server.endpoint()));
+  expect_over_capacity(server.endpoint());
+  // The sessions end in four ways: the client closes, resets, is refused (400), and vanishes in
+  // the middle of a stream.
+  held[0]->socket.close();
+  held[1]->socket.set_option(asio::socket_base::linger(true, 0));
+  held[1]->socket.close();
+  held[2]->send("NOT HTTP\r\n\r\n");
+  expect_refusal(*held[2], 400, "a bad request");
+  held[3]->send("GET /stream?n=10000 HTTP/1.1\r\nHost: test\r\n\r\n");
+  read_exactly(held[3]->socket, 100);
+  held[3]->socket.set_option(asio::socket_base::linger(true, 0));
+  held[3]->socket.close();
+  held.clear();
+  // Every slot comes back, and none twice: four are served again, a fifth is refused.
+  for (int i = 0; i < 4; ++i) held.push_back(served_http_client(server.endpoint()));
+  expect_over_capacity(server.endpoint());
+  // Many clients at once, their sessions ending on every thread: never more than four served.
+  held.clear();
+  constexpr int n = 16;
+  std::vector<std::unique_ptr<http_connection>> clients;
+  for (int i = 0; i < n; ++i) clients.push_back(std::make_unique<http_connection>(server.endpoint()));
+  const std::string request = "GET /sleep?ms=50 HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+  std::vector<http::response_parser<http::string_body>> parsers(n);
+  int pending = 2 * n;
+  bool done = false;
+  for (int i = 0; i < n; ++i) {
+    asio::async_write(clients[i]->socket, asio::buffer(request),
+                      [&](boost::system::error_code, std::size_t) { done = --pending == 0; });
+    http::async_read(clients[i]->socket, clients[i]->buffer, parsers[i], [&](boost::system::error_code e, std::size_t) {
+      BOOST_REQUIRE_MESSAGE(!e, e.message());
+      done = --pending == 0;
+    });
+  }
+  run_until(done, "every answer");
+  int served = 0, refused = 0;
+  for (auto& p : parsers) {
+    served += p.get().result_int() == 200;
+    refused += p.get().result_int() == 503;
+  }
+  BOOST_TEST(served + refused == n);
+  BOOST_TEST(served <= 4);  // (fewer if slots of the sessions just closed were not back yet)
+  BOOST_TEST_MESSAGE(served << " of " << n << " served at once");
+  clients.clear();
+  for (int i = 0; i < 4; ++i) held.push_back(served_http_client(server.endpoint()));
+  expect_over_capacity(server.endpoint());
+  BOOST_TEST(server.interrupt() == 0, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(http_echo_streams_the_body_back_as_it_is_read) {
+  // The response begins before the request's body has all been sent: the server holds a piece of
+  // the body at a time, never the whole of it.
+  server_process server(arguments());
+  http_connection c(server.endpoint());
+  const std::string body = pattern(1 << 20, 3);
+  c.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  c.send(body.substr(0, 100'000));
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(2 << 20);
+  bool header = false;
+  http::async_read_header(c.socket, c.buffer, parser, [&](boost::system::error_code e, std::size_t) {
+    BOOST_REQUIRE_MESSAGE(!e, e.message());
+    header = true;
+  });
+  run_until(header, "the response's header, with most of the body unsent");
+  BOOST_TEST(parser.get().result_int() == 200);
+  BOOST_TEST(parser.get()[http::field::content_length] == std::to_string(body.size()));
+  BOOST_TEST(parser.get()[http::field::content_type] == "application/octet-stream");
+  // The rest, written while the echo is read.
+  std::string echoed(c.buffer.size(), '\0');
+  asio::buffer_copy(asio::buffer(echoed), c.buffer.data());
+  c.buffer.consume(c.buffer.size());
+  echoed += write_while_reading(c.socket, body.substr(100'000), c.socket, body.size() - echoed.size());
+  BOOST_TEST((echoed == body));
+  // A chunked body comes back chunked; the connection stays open.
+  c.send(
+      "POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+  auto res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.chunked());
+  BOOST_TEST(res.body() == "hello world");
+  BOOST_TEST(res.keep_alive());
+  // Other routes drop a body, a piece at a time, and read the next request after it.
+  c.send("GET / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n" + std::string(100'000, 'd') +
+         "GET /stats HTTP/1.1\r\nHost: test\r\n\r\n");
+  res = c.receive();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello from coral\n");
+  BOOST_TEST(c.receive()[http::field::content_type] == "application/json");
+  c.send(post("/", std::string(50'000, 'p')));
+  res = c.receive();
+  BOOST_TEST(res.result_int() == 405);
+  BOOST_TEST(res[http::field::allow] == "GET, HEAD");
+  BOOST_TEST(res.keep_alive());
+  // A body that fails after a piece was echoed cuts the response short and closes: no last chunk.
+  c.send("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+  http::response_parser<http::string_body> cut;
+  bool got_header = false;
+  http::async_read_header(c.socket, c.buffer, cut, [&](boost::system::error_code e, std::size_t) {
+    BOOST_REQUIRE_MESSAGE(!e, e.message());
+    got_header = true;
+  });
+  run_until(got_header, "the header of the echo");
+  BOOST_TEST(cut.get().result_int() == 200);
+  BOOST_TEST(cut.get().chunked());
+  c.send("zz\r\n");  // not a chunk size
+  const auto [rest, error] = rest_until_close(c);
+  BOOST_TEST(rest.find("hello") != std::string::npos, rest);
+  BOOST_TEST(rest.find("0\r\n\r\n") == std::string::npos, rest);
+  BOOST_TEST((error == asio::error::eof || error == asio::error::connection_reset), error.message());
+  // A body that fails in its first piece is refused as before.
+  http_connection bad(server.endpoint());
+  bad.send("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  expect_refusal(bad, 400, "a malformed first chunk");
+  BOOST_TEST(server.interrupt() == 0, server.output());
+}
+
+BOOST_AUTO_TEST_CASE(http_a_stream_without_write_progress_is_ended) {
+  {
+    // Progress, not total time: a stream that lasts 500 ms under a 50 ms write timeout, to a
+    // client that reads.
+    server_process server(arguments({"--write-timeout-ms", "50"}));
+    http_connection c(server.endpoint());
+    const auto res = c.get("/stream?n=5");
+    BOOST_TEST(res.result_int() == 200);
+    BOOST_TEST(res.body() == "chunk 0\nchunk 1\nchunk 2\nchunk 3\nchunk 4\n");
+    BOOST_TEST(server.interrupt() == 0, server.output());
+  }
+  // A client that asks for streams (1.6 GB: more than every buffer on the way holds) and reads
+  // nothing.
+  server_process server(arguments({"--write-timeout-ms", "300", "--stream-interval-ms", "0"}));
+  auto client = connect_to(server.endpoint(), 4096);
+  std::string requests;
+  for (int i = 0; i < 10; ++i) requests += "GET /stream?n=10000&size=16384 HTTP/1.1\r\nHost: test\r\n\r\n";
+  write_all(client, requests);
+  // Its session and the stream's producer end; then it reads what had been sent, and the close.
+  wait_for_stat(server.endpoint(), "tasks_alive", 1);
+  std::string received;
+  boost::system::error_code error;
+  bool done = false;
+  asio::async_read(client, asio::dynamic_buffer(received), [&](boost::system::error_code e, std::size_t) {
+    error = e;
+    done = true;
+  });
+  run_until(done, "the rest and the close");
+  BOOST_TEST((error == asio::error::eof || error == asio::error::connection_reset), error.message());
+  BOOST_TEST(received.starts_with("HTTP/1.1 200 OK\r\n"));
+  BOOST_TEST(!received.ends_with("\r\n0\r\n\r\n"), "the last stream was cut short");
+  BOOST_TEST(server.interrupt() == 0, server.output());
 }
 
 // Run with CORAL_TASK_TRACKING=1, the server lists what each of its tasks does at /debug/tasks (and
