@@ -17,13 +17,24 @@ namespace lincheck {
 struct latch_model {
   std::size_t count = 0;
   std::vector<int> waiters;
+  // arrive_and_wait(k) is two steps, count_down(k) in the call, then wait(): one whose count-down
+  // reached zero waits for nothing, but a cancellation may still come before its wait begins.
+  std::vector<int> ready;
 
   std::string key() const {
     std::string k = std::to_string(count) + ":";
     for (int w : waiters) k += std::to_string(w) + ",";
+    k += "r";
+    for (int w : ready) k += std::to_string(w) + ",";
     return k;
   }
-  void cancel(int id) { std::erase(waiters, id); }
+  void cancel(int id) {
+    std::erase(waiters, id);
+    std::erase(ready, id);
+  }
+  void ready_waiters(std::vector<std::pair<int, result>>& out) const {
+    for (int w : ready) out.emplace_back(w, "ok");
+  }
 
   void invoke(const op& o, int id, bool cancelled, std::vector<step<latch_model>>& out) const;
 };
@@ -37,7 +48,7 @@ struct latch_spec {
   static int random_config(std::mt19937& rng) { return 1 + static_cast<int>(rng() % 3); }
   static std::string describe_config(int config) { return "(" + std::to_string(config) + ")"; }
   static std::unique_ptr<object> make(int config) { return std::make_unique<object>(static_cast<std::size_t>(config)); }
-  static model make_model(int config) { return {static_cast<std::size_t>(config), {}}; }
+  static model make_model(int config) { return {static_cast<std::size_t>(config), {}, {}}; }
 
   static op random_op(std::mt19937& rng, int, int&) {
     static constexpr int weights[kinds] = {3, 3, 1, 2, 1};
@@ -107,7 +118,12 @@ inline void latch_model::invoke(const op& o, int id, bool cancelled, std::vector
     if (o.kind == k::count_down) s.value = "ok";
   }
   if (o.kind == k::try_wait) s.value = m.count == 0 ? "true" : "false";
-  if (o.kind == k::wait || o.kind == k::timed_wait || o.kind == k::arrive_and_wait) {
+  if (o.kind == k::arrive_and_wait && !cancelled) {
+    if (m.count == 0)
+      m.ready.push_back(id);
+    else
+      m.waiters.push_back(id);
+  } else if (o.kind == k::wait || o.kind == k::timed_wait || o.kind == k::arrive_and_wait) {
     if (cancelled)
       s.value = "aborted";
     else if (m.count == 0)

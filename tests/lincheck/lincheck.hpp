@@ -19,8 +19,10 @@
 // cancellation (job.cancel() of another thread's task, an operation of the scenario, or the
 // teardown) takes effect at any moment after it was asked for, as job.cancel() promises: from then
 // on the thread's waits fail with operation_aborted, the one in progress included. A timed
-// operation (with_timeout) that timed out was a waiter that gave up at some moment. The search is
-// exhaustive, memoised on (model state, progress of each thread).
+// operation (with_timeout) that timed out was a waiter that gave up at some moment. A model may
+// also leave a waiter ready to end on its own at a later moment (ready_waiters(out), optional),
+// where the object decides it when the waiting task runs again rather than at the moment it is
+// woken. The search is exhaustive, memoised on (model state, progress of each thread).
 //
 // An object is one small file: a Spec with a sequential model and its operations (see
 // async_mutex.hpp in this folder for the shape). The checker knows nothing else about it. A Spec
@@ -211,8 +213,8 @@ class checker {
     return true;
   }
 
-  // A waiting operation of thread t ends without happening (cancelled, timed out): true if that
-  // is what was recorded.
+  // The waiting operation of thread t ends with `as` (cancelled, timed out, or ready to end) and
+  // leaves the model: true if that is what was recorded.
   bool abandon(state& s, std::size_t t, const result& as) const {
     const int id = id_of(static_cast<int>(t), s.next[t] - 1);
     if (recorded(id) != as) return false;
@@ -240,10 +242,20 @@ class checker {
         n.cancelled[t] = 1;
         if (!n.waiting[t] || abandon(n, t, "aborted")) explore(std::move(n));
       }
-      // A timed wait of thread t gives up.
       if (s.waiting[t]) {
+        // A timed wait of thread t gives up.
         state n = s;
         if (abandon(n, t, "timeout")) explore(std::move(n));
+        // A wait the model left ready to end ends.
+        if constexpr (requires(std::vector<std::pair<int, result>> & out) { s.m.ready_waiters(out); }) {
+          std::vector<std::pair<int, result>> ready;
+          s.m.ready_waiters(ready);
+          for (const auto& [id, value] : ready) {
+            if (id / 64 != static_cast<int>(t)) continue;
+            state r = s;
+            if (abandon(r, t, value)) explore(std::move(r));
+          }
+        }
         continue;
       }
       // Thread t begins its next operation.
