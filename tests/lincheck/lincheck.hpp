@@ -19,7 +19,8 @@
 // cancellation (job.cancel() of another thread's task, an operation of the scenario, or the
 // teardown) takes effect at any moment after it was asked for, as job.cancel() promises: from then
 // on the thread's waits fail with operation_aborted, the one in progress included. A timed
-// operation (with_timeout) that timed out was a waiter that gave up at some moment. A model may
+// operation (with_timeout) that timed out was a waiter that gave up at some moment, or did not
+// begin at all (with_timeout does not start an operation whose deadline has passed). A model may
 // also leave a waiter ready to end on its own at a later moment (ready_waiters(out), optional),
 // where the object decides it when the waiting task runs again rather than at the moment it is
 // woken. The search is exhaustive, memoised on (model state, progress of each thread).
@@ -270,6 +271,11 @@ class checker {
         if (!n.cancelled[static_cast<std::size_t>(o.a)]) n.cancel_asked[static_cast<std::size_t>(o.a)] = 1;
         explore(std::move(n));
         continue;
+      }
+      if (r.value == "timeout") {  // timed out before it began (with_timeout may not start it)
+        state n = s;
+        n.next[t]++;
+        explore(std::move(n));
       }
       std::vector<step<model>> steps;
       s.m.invoke(o, id_of(static_cast<int>(t), index), s.cancelled[t] != 0, steps);

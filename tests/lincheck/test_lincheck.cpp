@@ -41,8 +41,32 @@ struct lc_default_pool : on_default_pool {
 struct lc_loop_executor : on_loop_executor {
   static constexpr const char* name = "loop_executor";
 };
-using lc_places = std::tuple<lc_event_loop, lc_io_context_1_thread, lc_io_context_2_threads, lc_thread_pool,
-                             lc_pool_strand, lc_default_pool, lc_loop_executor>;
+struct lc_inline_executor : on_inline_executor {
+  static constexpr const char* name = "inline_executor";
+};
+struct lc_new_thread_executor : on_new_thread_executor {
+  static constexpr const char* name = "new_thread_executor";
+};
+// Each thread of a scenario on another kind: an event loop, a strand of a pool, the default pool.
+struct lc_mixed {
+  static constexpr const char* name = "mixed: event_loop, a pool's strand, pool_executor";
+  coral::event_loop loop;
+  on_pool_strand pool;
+  int next = 0;
+  boost::asio::any_io_executor get_executor() {
+    switch (next++ % 3) {
+      case 0:
+        return loop.get_executor();
+      case 1:
+        return pool.get_executor();
+      default:
+        return coral::pool_executor{};
+    }
+  }
+};
+using lc_places =
+    std::tuple<lc_event_loop, lc_io_context_1_thread, lc_io_context_2_threads, lc_thread_pool, lc_pool_strand,
+               lc_default_pool, lc_loop_executor, lc_inline_executor, lc_new_thread_executor, lc_mixed>;
 
 // CI's share: a few seconds under the sanitizers for all the objects together.
 lincheck::options ci_options() {
