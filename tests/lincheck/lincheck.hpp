@@ -25,12 +25,40 @@
 // where the object decides it when the waiting task runs again rather than at the moment it is
 // woken. The search is exhaustive, memoised on (model state, progress of each thread).
 //
-// An object is one small file: a Spec with a sequential model and its operations (see
-// async_mutex.hpp in this folder for the shape). The checker knows nothing else about it. A Spec
-// runs an operation in two steps: run_now(object, op) does what happens in the call (all of an
-// operation that does not wait, such as try_lock or close) and gives its result, or nullopt for
-// one that waits; then run(object, op) is awaited, as a child of the thread's task. (A child is
-// not started once its parent is cancelled, so what must happen anyway belongs in run_now.)
+// An object is one small file (async_mutex.hpp in this folder is the shortest), included by
+// test_lincheck.cpp and named in one test case there. The checker knows nothing else about it.
+// The file defines a Spec:
+//
+//   struct my_spec {
+//     static constexpr const char* name = "my_object";
+//     using object = ...;                       // the real object, made fresh for every run
+//     using model = ...;                        // its sequential model (below)
+//     static int random_config(std::mt19937&);  // a variant of the object (capacity, count...)
+//     static std::string describe_config(int);
+//     static std::unique_ptr<object> make(int config);
+//     static model make_model(int config);
+//     static op random_op(std::mt19937&, int config, int& next_value);  // values sent: unique
+//     static std::string describe(const op&);
+//     // What happens in the call: all of an operation that does not wait (try_lock, close), and
+//     // its result; nullopt for one that waits, which run() then awaits as a child of the
+//     // thread's task. (A cancelled task starts no child: what must happen anyway belongs here.)
+//     static std::optional<result> run_now(object&, const op&);
+//     static coral::task<result> run(object&, const op&);
+//   };
+//
+// and its model, a plain value type:
+//
+//   std::string key() const;  // equal for equal states (the search memoises on it)
+//   // Begins `o` as operation `id`: each possible successor (more than one only where the object
+//   // may choose, as a select between two ready branches does), with the result if it completed
+//   // at once (nullopt: it waits, as waiter `id`), and the waiters it completed. An operation of
+//   // a cancelled thread that would await fails with "aborted".
+//   void invoke(const op& o, int id, bool cancelled, std::vector<step<model>>& out) const;
+//   void cancel(int id);      // waiter `id` leaves (cancelled, timed out)
+//   void ready_waiters(std::vector<std::pair<int, result>>& out) const;  // optional, see above
+//
+// Results are text, the same in run() and in the model: "ok", "true", a value, and for failures
+// what failure_of() makes of the exception ("closed", "aborted", "timeout", "logic_error").
 
 #include <algorithm>
 #include <atomic>

@@ -147,7 +147,69 @@ struct mutex_with_two_holders : lincheck::async_mutex_spec {
   }
 };
 
+// A parallel part written by hand: each thread's operations and results; every operation began
+// before any other returned (no real-time order), unless `torn` names threads the teardown
+// cancelled once the others had completed what they did.
+struct hand_written {
+  lincheck::scenario s;
+  lincheck::outcome o;
+  hand_written(int config, std::vector<std::vector<std::pair<lincheck::op, lincheck::result>>> threads,
+               std::vector<int> torn = {}) {
+    s.config = config;
+    s.parts[0].resize(1);
+    s.parts[2].resize(1);
+    o.parts[0].threads.resize(1);
+    o.parts[2].threads.resize(1);
+    for (const auto& ops : threads) {
+      s.parts[1].emplace_back();
+      o.parts[1].threads.emplace_back();
+      for (const auto& [op, value] : ops) {
+        s.parts[1].back().push_back(op);
+        o.parts[1].threads.back().push_back({value, std::vector<int>(threads.size(), 0), false});
+      }
+    }
+    if (!torn.empty()) {
+      o.parts[1].torn_down = true;
+      o.parts[1].torn_threads = torn;
+      for (std::size_t t = 0; t < threads.size(); ++t) {
+        const bool cancelled = std::count(torn.begin(), torn.end(), static_cast<int>(t)) != 0;
+        o.parts[1].teardown_clock.push_back(static_cast<int>(threads[t].size()) - (cancelled ? 1 : 0));
+      }
+    }
+  }
+  template <class Spec>
+  bool explained() const {
+    return lincheck::checker<Spec>(s, o).explained();
+  }
+};
+
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(the_checker)
+
+BOOST_AUTO_TEST_CASE(explains_a_lock_that_waits_until_the_teardown_but_not_two_holders) {
+  using m = lincheck::async_mutex_spec;
+  const lincheck::op lock{m::lock, 0, 0}, unlock{m::unlock, 0, 0};
+  BOOST_TEST(hand_written(0, {{{lock, "ok"}}, {{lock, "aborted"}}}, {1}).explained<m>());
+  BOOST_TEST(hand_written(0, {{{lock, "ok"}, {unlock, "ok"}}, {{lock, "ok"}}}).explained<m>());
+  BOOST_TEST(!hand_written(0, {{{lock, "ok"}}, {{lock, "ok"}}}).explained<m>());
+  // Without a teardown or a cancel, nothing explains an aborted lock.
+  BOOST_TEST(!hand_written(0, {{{lock, "ok"}}, {{lock, "aborted"}}}).explained<m>());
+}
+
+BOOST_AUTO_TEST_CASE(explains_a_cancelled_receive_only_if_it_took_nothing) {
+  using c = lincheck::channel_spec;
+  const int rendezvous = 0;
+  const lincheck::op receive{c::receive, 0, 0}, send{c::send, 1, 0}, cancel{lincheck::cancel_kind, 0, 0};
+  // thread 1 cancels thread 0's receive, then sends: nobody can take the value.
+  BOOST_TEST(
+      hand_written(rendezvous, {{{receive, "aborted"}}, {{cancel, "ok"}, {send, "aborted"}}}, {1}).explained<c>());
+  BOOST_TEST(!hand_written(rendezvous, {{{receive, "aborted"}}, {{cancel, "ok"}, {send, "ok"}}}).explained<c>());
+  // ... unless the receive took it before the cancellation reached it.
+  BOOST_TEST(hand_written(rendezvous, {{{receive, "1"}}, {{cancel, "ok"}, {send, "ok"}}}).explained<c>());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(linearizable)
 
