@@ -5,6 +5,7 @@
 #include "../test_support.hpp"
 #include "async_mutex.hpp"
 #include "channel.hpp"
+#include "event.hpp"
 #include "latch.hpp"
 #include "lincheck.hpp"
 #include "select.hpp"
@@ -227,6 +228,9 @@ BOOST_AUTO_TEST_CASE(semaphore_in_the_std_style) {
 }
 BOOST_AUTO_TEST_CASE(latch) {
   check_linearizable<lincheck::latch_spec>();
+}
+BOOST_AUTO_TEST_CASE(event) {
+  check_linearizable<lincheck::event_spec>();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
