@@ -4,7 +4,6 @@
 
 #include <coral/channel.hpp>
 #include <cstddef>
-#include <cstdlib>
 #include <deque>
 #include <string>
 #include <vector>
@@ -57,24 +56,10 @@ class channel_model {
       for (const auto& w : c.receivers) k += std::to_string(w.id) + ",";
       k += ';';
     }
-    for (int id : failing_selects_) k += "f" + std::to_string(id);
     return k;
   }
 
   void cancel(int id) { forget(id); }
-
-  // How coral's close() meets a waiting select: it fails the select's branch on that channel, and
-  // that failure decides the select only when the select's task takes it up; a value handed to
-  // another of its branches before then wins. So a select that waits on a channel being closed
-  // may still receive (or send) on another channel after the close returned. A model where
-  // close() decides the select at once (linearizable in the strict sense) is checked with
-  // LINCHECK_STRICT_SELECT_CLOSE=1.
-  static inline const bool close_decides_waiting_selects = std::getenv("LINCHECK_STRICT_SELECT_CLOSE") != nullptr;
-
-  // Selects whose branch failed with channel_closed, not decided yet.
-  void ready_waiters(std::vector<std::pair<int, result>>& out) const {
-    for (int id : failing_selects_) out.emplace_back(id, "closed");
-  }
 
   // Whether a send on channel i completes at once.
   bool can_send(std::size_t i) const {
@@ -136,21 +121,11 @@ class channel_model {
     c.closed = true;
     while (!c.senders.empty()) {
       const waiter s = c.senders.front();
-      if (s.branch >= 0 && !close_decides_waiting_selects) {
-        c.senders.pop_front();
-        failing_selects_.push_back(s.id);
-        continue;
-      }
       forget(s.id);
       woken.emplace_back(s.id, "closed");
     }
     while (!c.receivers.empty()) {
       const waiter r = c.receivers.front();
-      if (r.branch >= 0 && !close_decides_waiting_selects) {
-        c.receivers.pop_front();
-        failing_selects_.push_back(r.id);
-        continue;
-      }
       forget(r.id);
       woken.emplace_back(r.id, r.optional ? "nullopt" : "closed");
     }
@@ -169,7 +144,6 @@ class channel_model {
       std::erase_if(c.senders, [&](const waiter& w) { return w.id == id; });
       std::erase_if(c.receivers, [&](const waiter& w) { return w.id == id; });
     }
-    std::erase(failing_selects_, id);
   }
 
   struct one_channel {
@@ -179,7 +153,6 @@ class channel_model {
   };
   channel_flavour flavour_;
   std::vector<one_channel> channels_;
-  std::vector<int> failing_selects_;
 };
 
 }  // namespace lincheck

@@ -21,9 +21,9 @@
 // on the thread's waits fail with operation_aborted, the one in progress included. A timed
 // operation (with_timeout) that timed out was a waiter that gave up at some moment, or did not
 // begin at all (with_timeout does not start an operation whose deadline has passed). A model may
-// also leave a waiter ready to end on its own at a later moment (ready_waiters(out), optional),
-// where the object decides it when the waiting task runs again rather than at the moment it is
-// woken. The search is exhaustive, memoised on (model state, progress of each thread).
+// also leave a waiter ready to end on its own at a later moment (ready_waiters(out), optional):
+// the second step of an operation of two, such as latch's arrive_and_wait, whose wait begins after
+// its count-down. The search is exhaustive, memoised on (model state, progress of each thread).
 //
 // An object is one small file (async_mutex.hpp in this folder is the shortest), included by
 // test_lincheck.cpp and named in one test case there. The checker knows nothing else about it.

@@ -119,7 +119,6 @@ struct select_model {
 
   std::string key() const { return chans.key(); }
   void cancel(int id) { chans.cancel(id); }
-  void ready_waiters(std::vector<std::pair<int, result>>& out) const { chans.ready_waiters(out); }
 
   void invoke(const op& o, int id, bool cancelled, std::vector<step<select_model>>& out) const {
     using k = select_spec::kind;
