@@ -688,6 +688,22 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_channel_ends_a_select_with_channel_closed
   BOOST_TEST(!open.try_send(1));
 }
 
+// A select that waits on a channel being closed is decided by the close, as a hand-off decides
+// it: no other branch of it happens after the close returned.
+BOOST_AUTO_TEST_CASE(closing_a_channel_decides_a_select_waiting_on_it) {
+  owned_io_context context;
+  coral::channel<int> open, closing;
+  auto j = coral::spawn(context.get_executor(), [&]() -> coral::task<int> {
+    auto r = co_await coral::when_any(open.receive(), closing.receive());
+    co_return r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
+  });
+  context.settle();  // the select waits on both channels
+  closing.close();
+  BOOST_TEST(!open.try_send(1));  // nobody receives on `open` any more
+  context.settle();
+  BOOST_CHECK_THROW(get_within(std::move(j)), coral::channel_closed);
+}
+
 namespace {
 // Counts the values made from nothing (not copied or moved from another): a channel and its races
 // make none but those sent.

@@ -58,7 +58,9 @@ inline constexpr conflated_t conflated{};
 //   channel_closed (errc::channel_closed for async_send) and their value is not delivered;
 //   receivers fail with channel_closed (next() gives nullopt) once the buffer is empty. Nothing is
 //   dropped silently: a send either hands its value on or fails (except under an overflow policy
-//   that drops, which is what it asks for). close(cause) ends the receivers with `cause`.
+//   that drops, which is what it asks for). close(cause) ends the receivers with `cause`. A
+//   select (when_any) waiting on the channel is decided by the close: it fails with
+//   channel_closed, and none of its other branches happens after the close.
 // - Overflow policies (capacity >= 1): drop_oldest destroys the oldest buffered value to make room
 //   for the new one; drop_latest destroys the value being sent. Either way the send succeeds at
 //   once (it has taken its value) and never waits; values still come out in the order sent.

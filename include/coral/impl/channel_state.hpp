@@ -47,9 +47,7 @@ class channel_item {
 
  public:
   explicit channel_item(T&& value) : held_(hold(std::move(value))) {}
-  explicit channel_item(std::unique_ptr<channel_box<T>> box) noexcept
-    requires boxed
-      : held_(std::move(box)) {}
+  explicit channel_item(std::unique_ptr<channel_box<T>> box) noexcept requires boxed : held_(std::move(box)) {}
   channel_item(channel_item&&) noexcept = default;
 
   T& value() noexcept {
@@ -61,9 +59,7 @@ class channel_item {
   }
 
   // The box, lent by `origin` to the receiver (the item is empty afterwards).
-  std::unique_ptr<loaned_base> lend(std::shared_ptr<channel_state<T>> origin) noexcept
-    requires boxed
-  {
+  std::unique_ptr<loaned_base> lend(std::shared_ptr<channel_state<T>> origin) noexcept requires boxed {
     held_->lend(std::move(origin));
     return std::move(held_);
   }
@@ -195,17 +191,22 @@ class channel_state {
 
   // `cause`: what receivers get once the buffer is drained, instead of channel_closed (the first
   // close decides it).
+  // A waiting branch of a race (a select's) fails with channel_closed only if that decides its
+  // race, as a hand-off would: the select ends with that failure, and no other branch of it can
+  // happen after the close. One whose race another branch has won fails with operation_aborted.
   void close(std::exception_ptr cause = nullptr) {
     channel_waiter* senders;
     channel_waiter* receivers;
+    channel_waiter* losers = nullptr;
     {
       std::lock_guard lock(mutex_);
       if (!closed_) cause_ = std::move(cause);
       closed_ = true;
-      senders = senders_.take_all(static_cast<task_segment*>(nullptr));
-      receivers = receivers_.take_all(static_cast<task_segment*>(nullptr));
+      senders = claim_races(senders_.take_all(static_cast<task_segment*>(nullptr)), losers);
+      receivers = claim_races(receivers_.take_all(static_cast<task_segment*>(nullptr)), losers);
       for (auto* r = receivers; r; r = static_cast<channel_waiter*>(r->next)) r->exception = cause_;
     }
+    wake_all(losers, asio::error::operation_aborted, nullptr);
     wake_all(senders, errc::channel_closed, nullptr);
     wake_all(receivers, errc::channel_closed, nullptr);
   }
@@ -276,6 +277,28 @@ class channel_state {
     }
     h.complete(waker);
     return !waits;
+  }
+
+  // Under the lock: claims the race of each waiter of `list` (taken out of a queue, linked through
+  // `next`) that takes part in one; those whose race was won by another branch go to `losers`.
+  // Returns the others, in order.
+  static channel_waiter* claim_races(channel_waiter* list, channel_waiter*& losers) noexcept {
+    channel_waiter* kept = nullptr;
+    channel_waiter* last = nullptr;
+    while (list) {
+      channel_waiter* w = std::exchange(list, static_cast<channel_waiter*>(list->next));
+      w->next = nullptr;
+      if (!w->ticket.claim()) {
+        w->next = losers;
+        losers = w;
+      } else if (last) {
+        last->next = w;
+        last = w;
+      } else {
+        kept = last = w;
+      }
+    }
+    return kept;
   }
 
   // Under the lock: claims, with the operation's ticket `mine`, the first waiting counterpart in
