@@ -87,8 +87,9 @@ class race_ticket {
     lost.assign(tickets.size(), 0);
     std::vector<std::size_t> order(tickets.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return std::less<>()(tickets[a].decision_, tickets[b].decision_);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const race_decision *da = tickets[a].decision_, *db = tickets[b].decision_;
+      return da == db ? a < b : std::less<>()(da, db);
     });
     // (Nothing below throws: the locks are taken and left in one pass each.)
     race_decision* previous = nullptr;
