@@ -19,12 +19,12 @@
 //                    version and the waiting receivers' handlers; send posts onto the strand,
 //                    never waiting). Per value sent. No target: reported for reference.
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -296,16 +296,16 @@ class strand_watch {
   auto async_changed(std::uint64_t seen, Token&& token) {
     return asio::async_initiate<Token, void(long, std::uint64_t)>(
         [this, seen](auto handler) {
-          asio::dispatch(strand_, [this, seen, handler = asio::any_completion_handler<void(long, std::uint64_t)>(
-                                                   std::move(handler))]() mutable {
+          asio::dispatch(strand_, [this, seen,
+                                   handler = asio::any_completion_handler<void(long, std::uint64_t)>(
+                                       std::move(handler))]() mutable {
             if (version_ == seen) {
               waiting_.push_back(std::move(handler));
               return;
             }
             auto ex = asio::get_associated_executor(handler, strand_);
-            asio::post(ex, [h = std::move(handler), v = value_, version = version_]() mutable {
-              std::move(h)(v, version);
-            });
+            asio::post(
+                ex, [h = std::move(handler), v = value_, version = version_]() mutable { std::move(h)(v, version); });
           });
         },
         token);

@@ -216,10 +216,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
     s.release();
     co_return seen;
   });
-  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired",
-                                                                   "slept", "both held", "won inside, held",
-                                                                   "both held"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired", "slept",
+                                                            "both held", "won inside, held", "both held"}),
+      boost::test_tools::per_element());
   BOOST_TEST(m.try_lock());
   BOOST_TEST(s.available() == 1u);
 }
@@ -1199,7 +1199,7 @@ BOOST_AUTO_TEST_CASE(a_receiver_waits_for_a_value_newer_than_it_read_and_is_woke
   ctx.poll();
   BOOST_TEST(seen.empty());
   w.send("b");
-  w.send("c");  // the latest wins: "b" is skipped
+  w.send("c");               // the latest wins: "b" is skipped
   BOOST_TEST(seen.empty());  // posted, not resumed inside send()
   ctx.restart();
   ctx.run();
@@ -1323,22 +1323,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slow_receivers_never_go_back_and_all_see_the_last_
   coral::watch<int> w(0);
   std::vector<coral::job<std::pair<int, int>>> jobs;
   for (int i = 0; i < receivers; ++i) {
-    jobs.push_back(coral::spawn(place.get_executor(), [i, r = w.subscribe()]() mutable -> coral::task<std::pair<int, int>> {
-      std::minstd_rand random(static_cast<unsigned>(i));
-      int last = 0, backwards = 0;
-      for (;;) {
-        try {
-          co_await r.changed();
-        } catch (const coral::channel_closed&) {
-          break;
-        }
-        const int v = r.get();
-        if (v <= last) ++backwards;
-        last = v;
-        for (int y = static_cast<int>(random() % 4); y > 0; --y) co_await coral::yield();
-      }
-      co_return std::pair{last, backwards};
-    }));
+    jobs.push_back(
+        coral::spawn(place.get_executor(), [i, r = w.subscribe()]() mutable -> coral::task<std::pair<int, int>> {
+          std::minstd_rand random(static_cast<unsigned>(i));
+          int last = 0, backwards = 0;
+          for (;;) {
+            try {
+              co_await r.changed();
+            } catch (const coral::channel_closed&) {
+              break;
+            }
+            const int v = r.get();
+            if (v <= last) ++backwards;
+            last = v;
+            for (int y = static_cast<int>(random() % 4); y > 0; --y) co_await coral::yield();
+          }
+          co_return std::pair{last, backwards};
+        }));
   }
   auto sender = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
     for (int v = 1; v <= values; ++v) {

@@ -37,10 +37,10 @@ namespace coral {
 //   in a race it is the winner (the arrival that completes a phase claims the races of all its
 //   waiters together). So a task that sees a failed wait has not arrived, and one that sees its
 //   phase complete has. A task already cancelled fails at once, without arriving.
-// - If the execution context of a waiting task shuts down, the wait is abandoned and withdrawn as
-//   a cancelled one is; the task's frames are destroyed with the context, and nothing touches them
-//   afterwards. (The other participants then wait for an arrival that may never come, as threads
-//   at a std::barrier wait for one that died.)
+// - If the execution context of a waiting task shuts down, the wait is abandoned: withdrawn as a
+//   cancelled one is if its phase had not completed, else left counted; the task's frames are
+//   destroyed with the context, and nothing touches them afterwards. (The other participants then
+//   wait for an arrival that may never come, as threads at a std::barrier wait for one that died.)
 // - Destroying the barrier fails its waiting tasks with operation_aborted.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
