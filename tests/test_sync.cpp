@@ -216,10 +216,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
     s.release();
     co_return seen;
   });
-  BOOST_TEST(
-      get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired", "slept",
-                                                            "both held", "won inside, held", "both held"}),
-      boost::test_tools::per_element());
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired",
+                                                                   "slept", "both held", "won inside, held",
+                                                                   "both held"}),
+             boost::test_tools::per_element());
   BOOST_TEST(m.try_lock());
   BOOST_TEST(s.available() == 1u);
 }
