@@ -186,6 +186,20 @@ double coral_barrier(long phases) {
   });
 }
 
+// A handler waiting in one of the strand-kept states below, with the executor it completes on.
+template <class Signature>
+struct waiting_handler {
+  template <class Handler>
+  waiting_handler(Handler handler, const asio::any_io_executor& fallback)
+      : executor(asio::get_associated_executor(handler, fallback)), handler(std::move(handler)) {}
+  template <class... Args>
+  void post(Args... args) {
+    asio::post(executor, [h = std::move(handler), args...]() mutable { std::move(h)(args...); });
+  }
+  asio::any_io_executor executor;
+  asio::any_completion_handler<Signature> handler;
+};
+
 // The Asio-native barrier: its state lives on a strand; an arrival hops there and either leaves its
 // handler or, as the last, counts the phase and posts every handler to its own executor.
 class strand_barrier {
@@ -197,15 +211,12 @@ class strand_barrier {
   auto async_arrive_and_wait(Token&& token) {
     return asio::async_initiate<Token, void()>(
         [this](auto handler) {
-          asio::dispatch(strand_, [this, handler = asio::any_completion_handler<void()>(std::move(handler))]() mutable {
-            waiting_.push_back(std::move(handler));
+          asio::dispatch(strand_, [this, w = waiting_handler<void()>(std::move(handler), strand_)]() mutable {
+            waiting_.push_back(std::move(w));
             if (--left_ > 0) return;
             left_ = participants_;
             ++completed;
-            for (auto& h : waiting_) {
-              auto ex = asio::get_associated_executor(h, strand_);
-              asio::post(ex, std::move(h));
-            }
+            for (auto& h : waiting_) h.post();
             waiting_.clear();
           });
         },
@@ -218,7 +229,7 @@ class strand_barrier {
   asio::strand<asio::thread_pool::executor_type> strand_;
   const int participants_;
   int left_;
-  std::vector<asio::any_completion_handler<void()>> waiting_;
+  std::vector<waiting_handler<void()>> waiting_;
 };
 
 double asio_barrier(long phases) {
@@ -283,10 +294,7 @@ class strand_watch {
     asio::post(strand_, [this, v] {
       value_ = v;
       ++version_;
-      for (auto& h : waiting_) {
-        auto ex = asio::get_associated_executor(h, strand_);
-        asio::post(ex, [h = std::move(h), v, version = version_]() mutable { std::move(h)(v, version); });
-      }
+      for (auto& h : waiting_) h.post(v, version_);
       waiting_.clear();
     });
   }
@@ -296,17 +304,15 @@ class strand_watch {
   auto async_changed(std::uint64_t seen, Token&& token) {
     return asio::async_initiate<Token, void(long, std::uint64_t)>(
         [this, seen](auto handler) {
-          asio::dispatch(strand_, [this, seen,
-                                   handler = asio::any_completion_handler<void(long, std::uint64_t)>(
-                                       std::move(handler))]() mutable {
-            if (version_ == seen) {
-              waiting_.push_back(std::move(handler));
-              return;
-            }
-            auto ex = asio::get_associated_executor(handler, strand_);
-            asio::post(
-                ex, [h = std::move(handler), v = value_, version = version_]() mutable { std::move(h)(v, version); });
-          });
+          asio::dispatch(
+              strand_,
+              [this, seen, w = waiting_handler<void(long, std::uint64_t)>(std::move(handler), strand_)]() mutable {
+                if (version_ == seen) {
+                  waiting_.push_back(std::move(w));
+                  return;
+                }
+                w.post(value_, version_);
+              });
         },
         token);
   }
@@ -315,7 +321,7 @@ class strand_watch {
   asio::strand<asio::thread_pool::executor_type> strand_;
   long value_ = 0;
   std::uint64_t version_ = 0;
-  std::vector<asio::any_completion_handler<void(long, std::uint64_t)>> waiting_;
+  std::vector<waiting_handler<void(long, std::uint64_t)>> waiting_;
 };
 
 double asio_watch(long values) {
