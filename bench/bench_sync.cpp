@@ -14,12 +14,25 @@
 //                    the sender sends each value into in turn. Per value sent. No target.
 //   broadcast_fanout_pool  the same on a 2-thread pool (against a concurrent_channel per
 //                    subscriber). Per value sent. No target.
+//   barrier_phases   4 tasks crossing 20k phases together on a 2-thread pool: `co_await
+//                    b.arrive_and_wait()` on a coral::barrier whose completion counts the phases,
+//                    against asio::awaitable coroutines arriving at a barrier kept on a strand (a
+//                    count and the waiting handlers; the last arrival counts the phase and posts
+//                    them). Per phase. No target: reported for reference.
+//   watch_updates    a sender replacing a value 100k times (a yield after each) and 4 receivers
+//                    following it on a 2-thread pool until each has seen the last: coral::watch
+//                    (`changed()` then `get()`), against a watch kept on a strand (the value, its
+//                    version and the waiting receivers' handlers; send posts onto the strand,
+//                    never waiting). Per value sent. No target: reported for reference.
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
@@ -34,6 +47,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "report.hpp"
@@ -243,6 +257,212 @@ double asio_fanout_pool(long n) {
   return asio_fanout<asio_fanout_concurrent_channel>(n, pool.get_executor(), [&] { pool.join(); });
 }
 
+// Runs `body(i)` as `count` tasks (`spawn(pool, i)`) on a 2-thread pool and waits for them all.
+template <class Spawn>
+void run_on_pool(int count, Spawn spawn_one) {
+  asio::thread_pool pool(2);
+  std::atomic<int> left{count};
+  std::promise<void> all_done;
+  auto on_done = [&](std::exception_ptr e) {
+    check(!e, "a task failed");
+    if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done.set_value();
+  };
+  for (int i = 0; i < count; ++i) spawn_one(pool, i, on_done);
+  all_done.get_future().wait();
+  pool.join();
+}
+
+double coral_barrier(long phases) {
+  return ns_per(phases, [&] {
+    long completed = 0;
+    coral::barrier sync(tasks, [&]() noexcept { ++completed; });
+    run_on_pool(tasks, [&](asio::thread_pool& pool, int, auto& on_done) {
+      coral::spawn(
+          pool,
+          [&]() -> coral::task<> {
+            for (long p = 0; p < phases; ++p) co_await sync.arrive_and_wait();
+          },
+          on_done);
+    });
+    check(completed == phases, "coral barrier phases");
+  });
+}
+
+// A handler waiting in one of the strand-kept states below, with the executor it completes on.
+template <class Signature>
+struct waiting_handler {
+  template <class Handler>
+  waiting_handler(Handler handler, const asio::any_io_executor& fallback)
+      : executor(asio::get_associated_executor(handler, fallback)), handler(std::move(handler)) {}
+  template <class... Args>
+  void post(Args... args) {
+    asio::post(executor, [h = std::move(handler), args...]() mutable { std::move(h)(args...); });
+  }
+  asio::any_io_executor executor;
+  asio::any_completion_handler<Signature> handler;
+};
+
+// The Asio-native barrier: its state lives on a strand; an arrival hops there and either leaves its
+// handler or, as the last, counts the phase and posts every handler to its own executor.
+class strand_barrier {
+ public:
+  strand_barrier(asio::thread_pool& pool, int participants)
+      : strand_(pool.get_executor()), participants_(participants), left_(participants) {}
+
+  template <class Token>
+  auto async_arrive_and_wait(Token&& token) {
+    return asio::async_initiate<Token, void()>(
+        [this](auto handler) {
+          asio::dispatch(strand_, [this, w = waiting_handler<void()>(std::move(handler), strand_)]() mutable {
+            waiting_.push_back(std::move(w));
+            if (--left_ > 0) return;
+            left_ = participants_;
+            ++completed;
+            for (auto& h : waiting_) h.post();
+            waiting_.clear();
+          });
+        },
+        token);
+  }
+
+  long completed = 0;  // (on the strand)
+
+ private:
+  asio::strand<asio::thread_pool::executor_type> strand_;
+  const int participants_;
+  int left_;
+  std::vector<waiting_handler<void()>> waiting_;
+};
+
+double asio_barrier(long phases) {
+  return ns_per(phases, [&] {
+    std::optional<strand_barrier> sync;
+    run_on_pool(tasks, [&](asio::thread_pool& pool, int, auto& on_done) {
+      if (!sync) sync.emplace(pool, tasks);
+      asio::co_spawn(
+          pool,
+          [&]() -> asio::awaitable<void> {
+            for (long p = 0; p < phases; ++p) co_await sync->async_arrive_and_wait(asio::use_awaitable);
+          },
+          on_done);
+    });
+    check(sync->completed == phases, "asio barrier phases");
+  });
+}
+
+double coral_watch(long values) {
+  return ns_per(values, [&] {
+    coral::watch<long> w(0);
+    std::atomic<int> saw_last{0};
+    run_on_pool(tasks + 1, [&](asio::thread_pool& pool, int i, auto& on_done) {
+      if (i == tasks) {
+        coral::spawn(
+            pool,
+            [&]() -> coral::task<> {
+              for (long v = 1; v <= values; ++v) {
+                w.send(v);
+                co_await coral::yield();
+              }
+            },
+            on_done);
+        return;
+      }
+      coral::spawn(
+          pool,
+          [&, r = w.subscribe()]() mutable -> coral::task<> {
+            long last = 0;
+            while (last != values) {
+              co_await r.changed();
+              const long v = r.get();
+              check(v > last, "coral watch went back");
+              last = v;
+            }
+            ++saw_last;
+          },
+          on_done);
+    });
+    check(saw_last.load() == tasks, "coral watch receivers");
+  });
+}
+
+// The Asio-native watch: the value, its version and the waiting receivers' handlers live on a
+// strand; send posts the new value there (never waiting); a receiver waits there for a version
+// newer than the one it read.
+class strand_watch {
+ public:
+  explicit strand_watch(asio::thread_pool& pool) : strand_(pool.get_executor()) {}
+
+  void send(long v) {
+    asio::post(strand_, [this, v] {
+      value_ = v;
+      ++version_;
+      for (auto& h : waiting_) h.post(v, version_);
+      waiting_.clear();
+    });
+  }
+
+  // Completes with (value, version) once the version is newer than `seen`.
+  template <class Token>
+  auto async_changed(std::uint64_t seen, Token&& token) {
+    return asio::async_initiate<Token, void(long, std::uint64_t)>(
+        [this, seen](auto handler) {
+          asio::dispatch(
+              strand_,
+              [this, seen, w = waiting_handler<void(long, std::uint64_t)>(std::move(handler), strand_)]() mutable {
+                if (version_ == seen) {
+                  waiting_.push_back(std::move(w));
+                  return;
+                }
+                w.post(value_, version_);
+              });
+        },
+        token);
+  }
+
+ private:
+  asio::strand<asio::thread_pool::executor_type> strand_;
+  long value_ = 0;
+  std::uint64_t version_ = 0;
+  std::vector<waiting_handler<void(long, std::uint64_t)>> waiting_;
+};
+
+double asio_watch(long values) {
+  return ns_per(values, [&] {
+    std::optional<strand_watch> w;
+    std::atomic<int> saw_last{0};
+    run_on_pool(tasks + 1, [&](asio::thread_pool& pool, int i, auto& on_done) {
+      if (!w) w.emplace(pool);
+      if (i == tasks) {
+        asio::co_spawn(
+            pool,
+            [&]() -> asio::awaitable<void> {
+              for (long v = 1; v <= values; ++v) {
+                w->send(v);
+                co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+              }
+            },
+            on_done);
+        return;
+      }
+      asio::co_spawn(
+          pool,
+          [&]() -> asio::awaitable<void> {
+            long last = 0;
+            std::uint64_t seen = 0;
+            while (last != values) {
+              auto [v, version] = co_await w->async_changed(seen, asio::use_awaitable);
+              check(v > last, "asio watch went back");
+              last = v;
+              seen = version;
+            }
+            ++saw_last;
+          },
+          on_done);
+    });
+    check(saw_last.load() == tasks, "asio watch receivers");
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,8 +480,18 @@ int main(int argc, char** argv) {
     asio_timed = std::min(asio_timed, asio_strand_timeout(2 * per_task));
   }
   report("lock_timeout", coral_timed, asio_timed, "ns/entry");
-  std::printf("summary: mutex_contended ratio=%.3f (no target), lock_timeout ratio=%.3f (target <= 0.5)\n",
-              coral / asio_side, coral_timed / asio_timed);
+  double coral_phases = 1e300, asio_phases = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_phases = std::min(coral_phases, coral_barrier(per_task / 5));
+    asio_phases = std::min(asio_phases, asio_barrier(per_task / 5));
+  }
+  report("barrier_phases", coral_phases, asio_phases, "ns/phase");
+  double coral_updates = 1e300, asio_updates = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_updates = std::min(coral_updates, coral_watch(per_task));
+    asio_updates = std::min(asio_updates, asio_watch(per_task));
+  }
+  report("watch_updates", coral_updates, asio_updates, "ns/value");
   double coral_fanout = 1e300, asio_fanout_side = 1e300;
   double coral_fanout_pool = 1e300, asio_fanout_pool_side = 1e300;
   for (int r = 0; r < rounds; ++r) {
@@ -272,4 +502,8 @@ int main(int argc, char** argv) {
   }
   report("broadcast_fanout", coral_fanout, asio_fanout_side, "ns/value");
   report("broadcast_fanout_pool", coral_fanout_pool, asio_fanout_pool_side, "ns/value");
+  std::printf(
+      "summary: mutex_contended ratio=%.3f (no target), lock_timeout ratio=%.3f (target <= 0.5), "
+      "barrier_phases ratio=%.3f (no target), watch_updates ratio=%.3f (no target)\n",
+      coral / asio_side, coral_timed / asio_timed, coral_phases / asio_phases, coral_updates / asio_updates);
 }

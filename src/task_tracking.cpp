@@ -353,6 +353,10 @@ const char* to_string(wait_kind kind) noexcept {
       return "event wait";
     case wait_kind::latch_wait:
       return "latch wait";
+    case wait_kind::barrier_wait:
+      return "barrier wait";
+    case wait_kind::watch_changed:
+      return "watch changed";
     case wait_kind::future:
       return "future";
     case wait_kind::awaiter:
@@ -587,7 +591,8 @@ const char* state_name(detail::task_record::state s) {
 bool detail_is_object(detail::wait_kind k) {
   using detail::wait_kind;
   return k == wait_kind::channel_send || k == wait_kind::channel_receive || k == wait_kind::mutex_lock ||
-         k == wait_kind::semaphore_acquire || k == wait_kind::event_wait || k == wait_kind::latch_wait;
+         k == wait_kind::semaphore_acquire || k == wait_kind::event_wait || k == wait_kind::latch_wait ||
+         k == wait_kind::barrier_wait || k == wait_kind::watch_changed;
 }
 
 std::string seconds(std::int64_t ns) {

@@ -984,3 +984,415 @@ BOOST_AUTO_TEST_CASE(destroying_a_latch_fails_its_waiters_with_operation_aborted
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(barrier)
+
+// As std::barrier users check it: tasks on every executor kind go through many phases; the
+// completion sees every participant arrived for its phase and none ahead, and a task resumes from
+// phase p only after the completion of p ran.
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_phase_completes_once_after_all_arrived_and_before_any_waiter_goes_on, Place,
+                              every_place) {
+  Place place;
+  constexpr int tasks = 5, phases = 40;
+  std::atomic<int> arrivals{0}, completions{0}, wrong_at_completion{0}, wrong_after_wait{0};
+  coral::barrier sync(tasks, [&]() noexcept {
+    if (arrivals.load() != tasks * (completions.load() + 1)) ++wrong_at_completion;
+    ++completions;
+  });
+  std::vector<coral::job<>> jobs;
+  for (int t = 0; t < tasks; ++t) {
+    jobs.push_back(coral::spawn(place.get_executor(), [&, t]() -> coral::task<> {
+      std::minstd_rand random(static_cast<unsigned>(t));
+      for (int p = 0; p < phases; ++p) {
+        for (int y = static_cast<int>(random() % 3); y > 0; --y) co_await coral::yield();
+        ++arrivals;
+        co_await sync.arrive_and_wait();
+        if (completions.load() != p + 1) ++wrong_after_wait;
+      }
+    }));
+  }
+  for (auto& j : jobs) get_within(j);
+  BOOST_TEST(wrong_at_completion.load() == 0);
+  BOOST_TEST(wrong_after_wait.load() == 0);
+  BOOST_TEST(completions.load() == phases);
+  BOOST_TEST(sync.completed_phases() == static_cast<std::uint64_t>(phases));
+}
+
+BOOST_AUTO_TEST_CASE(waiters_are_woken_in_order_after_the_completion_never_inside_the_arrival_that_completes) {
+  asio::io_context ctx(1);
+  std::vector<std::string> order;
+  const auto caller = std::this_thread::get_id();
+  bool completion_on_caller = false;
+  coral::barrier sync(4, [&]() noexcept {
+    order.push_back("completion");
+    completion_on_caller = std::this_thread::get_id() == caller;
+  });
+  for (int i = 0; i < 3; ++i) {
+    coral::spawn(ctx, [&, i]() -> coral::task<> {
+      co_await sync.arrive_and_wait();
+      order.push_back(std::to_string(i));
+    });
+  }
+  ctx.poll();
+  BOOST_TEST(order.empty());
+  sync.arrive_and_drop();  // the fourth arrival, from plain code: the completion runs here
+  BOOST_TEST(order == std::vector<std::string>{"completion"}, boost::test_tools::per_element());
+  BOOST_TEST(completion_on_caller);
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST(order == (std::vector<std::string>{"completion", "0", "1", "2"}), boost::test_tools::per_element());
+  // From now on three participants.
+  order.clear();
+  for (int i = 0; i < 3; ++i) {
+    coral::spawn(ctx, [&, i]() -> coral::task<> {
+      co_await sync.arrive_and_wait();
+      order.push_back(std::to_string(i));
+    });
+  }
+  ctx.restart();
+  ctx.run();
+  // The last to arrive runs the completion and goes on at once; the others were posted.
+  BOOST_TEST(order == (std::vector<std::string>{"completion", "2", "0", "1"}), boost::test_tools::per_element());
+  BOOST_TEST(sync.completed_phases() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(more_arrivals_than_participants_throw_and_change_nothing) {
+  coral::barrier sync(1);
+  sync.arrive_and_drop();  // completes phase 0; no participant left
+  BOOST_TEST(sync.completed_phases() == 1u);
+  BOOST_CHECK_THROW(sync.arrive_and_drop(), std::logic_error);
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<> { co_await sync.arrive_and_wait(); });
+  ctx.run();
+  BOOST_CHECK_THROW(get_within(std::move(j)), std::logic_error);
+  BOOST_TEST(sync.completed_phases() == 1u);
+}
+
+// A failed wait did not arrive: the phase still waits for that participant.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_raced_or_timed_out_wait_withdraws_its_arrival, Place, every_place) {
+  Place place;
+  std::atomic<int> completions{0};
+  coral::barrier sync(2, [&]() noexcept { ++completions; });
+  coral::event never;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    try {
+      co_await coral::with_timeout(2ms, sync.arrive_and_wait());
+    } catch (const coral::timeout_error&) {
+      seen.push_back("timeout");
+    }
+    auto r = co_await (sync.arrive_and_wait() || 1ms);
+    seen.push_back(r.index() == 1 ? "slept" : "arrived");
+    auto s = co_await coral::when_any(never.wait(), sync.arrive_and_wait(), 1ms);
+    seen.push_back(s.index() == 2 ? "slept" : "woke");
+    seen.push_back(std::to_string(sync.completed_phases()));
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"timeout", "slept", "slept", "0"}),
+             boost::test_tools::per_element());
+  auto started = std::make_shared<std::promise<void>>();
+  auto waiting = coral::spawn(place.get_executor(), [&sync, started]() -> coral::task<> {
+    started->set_value();
+    co_await sync.arrive_and_wait();
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  waiting.cancel();
+  BOOST_TEST((failure_of(std::move(waiting)) == asio::error::operation_aborted));
+  sync.arrive_and_drop();  // one arrival of two: the withdrawn ones do not count
+  BOOST_TEST(sync.completed_phases() == 0u);
+  BOOST_TEST(completions.load() == 0);
+  // A raced wait whose phase completes wins its race.
+  auto winner = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
+    auto r = co_await coral::when_any(sync.arrive_and_wait(), never.wait());
+    co_return r.index();
+  });
+  BOOST_TEST(get_within(std::move(winner)) == 0u);
+  BOOST_TEST(completions.load() == 1);
+}
+
+// Two participants, one of which waits with a short random time limit and arrives again after
+// each timeout: its timed-out waits never count, its successful ones always do, so both see the
+// same phases, on every executor kind.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_timed_out_wait_never_counts_and_a_successful_one_always_does, Place, places) {
+  Place place;
+  constexpr int phases = 200;
+  std::atomic<int> completions{0}, patient_wrong{0}, hasty_wrong{0}, timeouts{0};
+  coral::barrier sync(2, [&]() noexcept { ++completions; });
+  auto patient = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    std::minstd_rand random(3);
+    for (int p = 0; p < phases; ++p) {
+      co_await coral::sleep_for(std::chrono::microseconds(random() % 100));  // arrives at any moment
+      co_await sync.arrive_and_wait();
+      if (completions.load() != p + 1) ++patient_wrong;
+    }
+  });
+  auto hasty = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    std::minstd_rand random(7);
+    for (int p = 0; p < phases; ++p) {
+      for (;;) {
+        try {
+          co_await coral::with_timeout(std::chrono::microseconds(random() % 200), sync.arrive_and_wait());
+          break;
+        } catch (const coral::timeout_error&) {
+          ++timeouts;
+        }
+      }
+      if (completions.load() != p + 1) ++hasty_wrong;
+    }
+  });
+  get_within(patient);
+  get_within(hasty);
+  BOOST_TEST(patient_wrong.load() == 0);
+  BOOST_TEST(hasty_wrong.load() == 0);
+  BOOST_TEST(completions.load() == phases);
+  BOOST_TEST_MESSAGE("timeouts: " << timeouts.load());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_its_waiting_tasks_and_withdraws_their_arrivals) {
+  coral::barrier sync(3);
+  {
+    asio::io_context ctx(1);
+    for (int i = 0; i < 2; ++i) {
+      coral::spawn(ctx, [&sync]() -> coral::task<> {
+        lifetime alive;
+        co_await sync.arrive_and_wait();
+      });
+    }
+    ctx.poll();
+    BOOST_TEST(lifetime::alive == 2);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  sync.arrive_and_drop();
+  sync.arrive_and_drop();
+  BOOST_TEST(sync.completed_phases() == 0u);
+  sync.arrive_and_drop();
+  BOOST_TEST(sync.completed_phases() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_barrier_fails_its_waiters_with_operation_aborted) {
+  asio::io_context ctx(1);
+  auto sync = std::make_unique<coral::barrier<>>(2);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<> { co_await sync->arrive_and_wait(); });
+  ctx.poll();
+  sync.reset();
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST((failure_of(std::move(j)) == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(watch)
+
+BOOST_AUTO_TEST_CASE(a_receiver_waits_for_a_value_newer_than_it_read_and_is_woken_in_order_never_inside_send) {
+  asio::io_context ctx(1);
+  coral::watch<std::string> w("a");
+  std::vector<std::string> seen;
+  for (int i = 0; i < 2; ++i) {
+    coral::spawn(ctx, [&, i, r = w.subscribe()]() mutable -> coral::task<> {
+      BOOST_TEST(!r.has_changed());  // subscribed at "a"
+      BOOST_TEST(r.get() == "a");
+      co_await r.changed();
+      seen.push_back(std::to_string(i) + r.get());
+    });
+  }
+  ctx.poll();
+  BOOST_TEST(seen.empty());
+  w.send("b");
+  w.send("c");               // the latest wins: "b" is skipped
+  BOOST_TEST(seen.empty());  // posted, not resumed inside send()
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST(seen == (std::vector<std::string>{"0c", "1c"}), boost::test_tools::per_element());
+  // changed() marks what it saw read; a newer value completes it at once.
+  auto r = w.subscribe();
+  w.send("d");
+  BOOST_TEST(r.has_changed());
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::string> {
+    co_await r.changed();  // "d" is newer: at once
+    auto second = co_await (r.changed() || 1ms);
+    co_return *r.borrow() + (second.index() == 1 ? " then nothing newer" : " then newer");
+  });
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST(get_within(std::move(j)) == "d then nothing newer");
+  BOOST_TEST(w.get() == "d");
+}
+
+BOOST_AUTO_TEST_CASE(close_fails_a_waiting_changed_but_an_unread_value_is_still_seen_first) {
+  asio::io_context ctx(1);
+  coral::watch<int> w(0);
+  auto waiting = coral::spawn(ctx, [r = w.subscribe()]() mutable -> coral::task<> { co_await r.changed(); });
+  auto unread = w.subscribe();
+  ctx.poll();
+  w.send(1);
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST(failure_of(std::move(waiting)).value() == 0);
+  auto closed = coral::spawn(ctx, [r = w.subscribe()]() mutable -> coral::task<> { co_await r.changed(); });
+  ctx.restart();
+  ctx.poll();
+  w.send(2);
+  w.close();
+  w.close();  // only the first does anything
+  BOOST_TEST(w.closed());
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST(failure_of(std::move(closed)).value() == 0);  // it was woken by send(2) before close()
+  BOOST_CHECK_THROW(w.send(3), coral::channel_closed);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    co_await unread.changed();  // 2 is unread: it completes, closed or not
+    seen.push_back(std::to_string(unread.get()));
+    try {
+      co_await unread.changed();
+    } catch (const coral::channel_closed& e) {
+      seen.push_back(e.code() == coral::errc::channel_closed ? "closed" : "?");
+    }
+    co_return seen;
+  });
+  ctx.restart();
+  ctx.run();
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"2", "closed"}), boost::test_tools::per_element());
+  BOOST_TEST(w.get() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_watch_closes_it_for_its_receivers) {
+  asio::io_context ctx(1);
+  auto w = std::make_unique<coral::watch<int>>(7);
+  auto r = w->subscribe();
+  auto j = coral::spawn(ctx, [&]() -> coral::task<> { co_await r.changed(); });
+  ctx.poll();
+  w.reset();
+  ctx.restart();
+  ctx.run();
+  BOOST_CHECK_THROW(get_within(std::move(j)), coral::channel_closed);
+  BOOST_TEST(r.get() == 7);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(changed_is_cancellable_raceable_and_timed_and_a_failed_one_marks_nothing_read, Place,
+                              every_place) {
+  Place place;
+  coral::watch<int> w(0);
+  coral::channel<int> ch(1);
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    auto r = w.subscribe();
+    try {
+      co_await coral::with_timeout(2ms, r.changed());
+    } catch (const coral::timeout_error&) {
+      seen.push_back("timeout");
+    }
+    auto o = co_await (r.changed() || 1ms);
+    seen.push_back(o.index() == 1 ? "slept" : "changed");
+    w.send(1);
+    co_await ch.send(5);
+    // A select: both can happen at once; whichever it took, the other took nothing.
+    auto s = co_await coral::when_any(r.changed(), ch.receive());
+    if (s.index() == 0) {
+      seen.push_back(r.has_changed() ? "?" : "changed");
+      seen.push_back(std::to_string(co_await ch.receive()));
+    } else {
+      seen.push_back(r.has_changed() ? "changed" : "?");
+      seen.push_back(std::to_string(std::get<1>(s)));
+    }
+    seen.push_back(std::to_string(r.get()));
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"timeout", "slept", "changed", "5", "1"}),
+             boost::test_tools::per_element());
+  auto started = std::make_shared<std::promise<void>>();
+  auto r = w.subscribe();
+  auto waiting = coral::spawn(place.get_executor(), [&r, started]() -> coral::task<> {
+    started->set_value();
+    co_await r.changed();
+  });
+  BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+  waiting.cancel();
+  BOOST_TEST((failure_of(std::move(waiting)) == asio::error::operation_aborted));
+  w.send(2);
+  BOOST_TEST(r.has_changed());
+  BOOST_TEST(r.get() == 2);
+}
+
+// As tokio users check a watch: a fast sender and slow receivers on every executor kind; each
+// receiver sees values in increasing order only, and the last one sent before close().
+BOOST_AUTO_TEST_CASE_TEMPLATE(slow_receivers_never_go_back_and_all_see_the_last_value, Place, every_place) {
+  Place place;
+  constexpr int values = 2000, receivers = 4;
+  coral::watch<int> w(0);
+  std::vector<coral::job<std::pair<int, int>>> jobs;
+  for (int i = 0; i < receivers; ++i) {
+    jobs.push_back(
+        coral::spawn(place.get_executor(), [i, r = w.subscribe()]() mutable -> coral::task<std::pair<int, int>> {
+          std::minstd_rand random(static_cast<unsigned>(i));
+          int last = 0, backwards = 0;
+          for (;;) {
+            try {
+              co_await r.changed();
+            } catch (const coral::channel_closed&) {
+              break;
+            }
+            const int v = r.get();
+            if (v <= last) ++backwards;
+            last = v;
+            for (int y = static_cast<int>(random() % 4); y > 0; --y) co_await coral::yield();
+          }
+          co_return std::pair{last, backwards};
+        }));
+  }
+  auto sender = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    for (int v = 1; v <= values; ++v) {
+      w.send(v);
+      if (v % 64 == 0) co_await coral::yield();
+    }
+    w.close();
+  });
+  get_within(sender);
+  for (auto& j : jobs) {
+    const auto [last, backwards] = get_within(j);
+    BOOST_TEST(last == values);
+    BOOST_TEST(backwards == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_its_waiting_receivers_and_a_later_send_is_harmless) {
+  coral::watch<int> w(0);
+  {
+    asio::io_context ctx(1);
+    for (int i = 0; i < 3; ++i) {
+      coral::spawn(ctx, [r = w.subscribe()]() mutable -> coral::task<> {
+        lifetime alive;
+        co_await r.changed();
+      });
+    }
+    ctx.poll();
+    BOOST_TEST(lifetime::alive == 3);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  w.send(1);
+  w.close();
+}
+
+BOOST_AUTO_TEST_CASE(a_move_only_value_is_shared_not_copied_and_every_value_is_destroyed) {
+  asio::io_context ctx(1);
+  {
+    coral::watch<std::unique_ptr<lifetime>> w(std::make_unique<lifetime>());
+    auto r = w.subscribe();
+    auto kept = r.borrow();  // the initial value, kept while it is replaced
+    w.send(std::make_unique<lifetime>());
+    w.send(std::make_unique<lifetime>());  // the second is destroyed here: nobody borrows it
+    BOOST_TEST(lifetime::alive == 2);
+    auto j = coral::spawn(ctx, [&]() -> coral::task<bool> {
+      co_await r.changed();
+      co_return r.borrow()->get() != kept->get();
+    });
+    ctx.run();
+    BOOST_TEST(get_within(std::move(j)));
+    kept.reset();
+    BOOST_TEST(lifetime::alive == 1);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,9 +1,12 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <functional>
 #include <mutex>
+#include <numeric>
+#include <vector>
 
 namespace coral::detail {
 
@@ -74,6 +77,50 @@ class race_ticket {
     decision_->settle(branch_);
     theirs.decision_->settle(theirs.branch_);
     return pairing::both;
+  }
+
+  // Operations that happen together or not at all (the waiters of a barrier's phase): claims the
+  // race of every one (true), or of none (false), with `lost[i]` set for each that cannot happen:
+  // another branch of its race won, or an earlier operation of `tickets` is a branch of the same
+  // race. Empty tickets always may happen. Decisions are locked in address order, as claim_with's.
+  static bool claim_together(const std::vector<race_ticket>& tickets, std::vector<char>& lost) {
+    lost.assign(tickets.size(), 0);
+    std::vector<std::size_t> order(tickets.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const race_decision *da = tickets[a].decision_, *db = tickets[b].decision_;
+      return da == db ? a < b : std::less<>()(da, db);
+    });
+    // (Nothing below throws: the locks are taken and left in one pass each.)
+    race_decision* previous = nullptr;
+    for (const std::size_t i : order) {
+      race_decision* d = tickets[i].decision_;
+      if (d && d != previous) d->mutex_.lock();
+      previous = d;
+    }
+    bool all = true;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const race_ticket& t = tickets[order[k]];
+      if (!t.decision_) continue;
+      // The branch of this race that would win: the decided one, else the first of `tickets` in it.
+      std::ptrdiff_t winner = t.decision_->winner_.load(std::memory_order_relaxed);
+      if (winner == race_decision::undecided) {
+        std::size_t first = k;
+        while (first > 0 && tickets[order[first - 1]].decision_ == t.decision_) --first;
+        winner = tickets[order[first]].branch_;
+      }
+      if (t.branch_ != winner) lost[order[k]] = 1, all = false;
+    }
+    previous = nullptr;
+    for (const std::size_t i : order) {
+      race_decision* d = tickets[i].decision_;
+      if (d && d != previous) {
+        if (all) d->settle(tickets[i].branch_);
+        d->mutex_.unlock();
+      }
+      previous = d;
+    }
+    return all;
   }
 
  private:

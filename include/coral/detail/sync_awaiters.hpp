@@ -166,8 +166,9 @@ class scoped_permit_wait : public permit_awaiter {
   Owner* owner_;
 };
 
-// co_await event.wait() / latch.wait() by a coral task: waits until the State is set (an event
-// set, a latch at zero); takes nothing.
+// co_await event.wait() / latch.wait() / barrier.arrive_and_wait() by a coral task: waits until
+// the State is set (an event set, a latch at zero, the barrier's phase completed); takes nothing.
+// (watch_changed_awaiter is one whose flag is per receiver: a version newer than it read.)
 template <class State, wait_kind Kind>
 class flag_awaiter : public task_waiter<State, queued_waiter> {
  public:
@@ -202,5 +203,8 @@ class flag_awaiter : public task_waiter<State, queued_waiter> {
 
 using event_awaiter = flag_awaiter<event_state, wait_kind::event_wait>;
 using latch_awaiter = flag_awaiter<latch_state, wait_kind::latch_wait>;
+// (Its await arrives: the flag is the phase's completion.)
+template <class Completion>
+using barrier_awaiter = flag_awaiter<barrier_state<Completion>, wait_kind::barrier_wait>;
 
 }  // namespace coral::detail

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "coral/detail/task_waiter.hpp"
 
@@ -238,6 +240,274 @@ class latch_state : public sync_state {
   // Invariant: while it is zero, no task waits (the last count_down() wakes them all; wait()
   // does not queue), but those whose context is shutting down, which the shutdown takes out.
   std::size_t count_;
+};
+
+// The participants of a barrier and the tasks waiting for their phase to complete: the state of a
+// barrier but for its completion step (barrier_state<Completion>).
+//
+// A waiter withdraws its arrival when its wait fails (it was cancelled, lost its race, or its
+// context shut down) before its phase completed: its wait then took nothing, and the phase waits
+// for it to arrive again. The arrival that completes a phase claims the races of all the phase's
+// waiters together (race_ticket::claim_together): a phase completes only for waiters that all
+// still may complete, so no waiter whose phase completed reports a failed wait, and no completed
+// phase counted an arrival that reports one.
+class barrier_phases : public sync_state {
+ public:
+  explicit barrier_phases(std::size_t expected) noexcept : left_(expected), expected_(expected) {}
+
+  // What an arrival that ends a phase (or withdraws others) leaves to do with no lock held.
+  struct phase_end {
+    bool completed = false;           // the phase completed: run the completion, then wake `woken`
+    queued_waiter* woken = nullptr;   // the phase's waiters, to succeed
+    queued_waiter* losers = nullptr;  // waiters whose race was lost: withdrawn, to fail
+  };
+
+  // One arrival; `own` waits for the phase to complete (null: arrive_and_drop(), which waits for
+  // nothing), `drop`: the arriving participant leaves for the phases after this one. True if `own`
+  // is done: the phase completed with this arrival, or `own` lost its race before it arrived
+  // (own->error is then operation_aborted, and it did not arrive). More arrivals in a phase than
+  // participants throw std::logic_error and change nothing.
+  bool arrive(queued_waiter* own, bool drop, phase_end& end) {
+    std::lock_guard lock(mutex_);
+    if (left_ == 0) throw std::logic_error("coral::barrier: more arrivals in a phase than participants");
+    if (left_ > 1) {
+      count_arrival(own, drop);
+      return false;
+    }
+    if (!claim_races(own, end)) {
+      if (own && own->error) return true;
+      count_arrival(own, drop);  // the losers withdrew: the phase goes on
+      return false;
+    }
+    count_arrival(nullptr, drop);
+    end.completed = true;
+    waiter_node* woken = nullptr;
+    waiter_node** tail = &woken;
+    while (queued_waiter* w = waiters_.first()) {
+      waiters_.remove(*w);
+      // (A waiter whose context is shutting down is not woken: the shutdown takes it out.)
+      if (!w->claim_for_wake(nullptr)) {
+        phase_over_.push_back(*w);
+        continue;
+      }
+      *tail = w;
+      tail = &w->next;
+    }
+    end.woken = static_cast<queued_waiter*>(woken);
+    left_ = expected_;
+    ++phase_;
+    return true;
+  }
+
+  // Unlinks `w` if it still waits (true: the caller completes it as cancelled). A waiter of the
+  // phase in progress withdraws its arrival; one whose phase completed is only taken out.
+  bool cancel(queued_waiter& w) {
+    std::lock_guard lock(mutex_);
+    if (!w.linked) return false;
+    bool phase_over = false;
+    for (queued_waiter* o = phase_over_.first(); o; o = static_cast<queued_waiter*>(o->next)) phase_over |= o == &w;
+    if (phase_over) {
+      phase_over_.remove(w);
+    } else {
+      waiters_.remove(w);
+      ++left_;
+    }
+    w.error = asio::error::operation_aborted;
+    return true;
+  }
+
+  // How many phases have completed.
+  std::uint64_t phase() const {
+    std::lock_guard lock(mutex_);
+    return phase_;
+  }
+
+  // A select's first pass: an arrival is never attempted without its wait.
+  static bool is_set() noexcept { return false; }
+
+  // Wakes what arrive() took out; `complete` (the completion step) runs first, if the phase completed.
+  template <class Completion>
+  static void finish(phase_end& end, Completion& complete) noexcept {
+    wake_all(end.losers, asio::error::operation_aborted, nullptr);
+    if (!end.completed) return;
+    complete();
+    wake_all(end.woken, {}, nullptr);
+  }
+
+ private:
+  void count_arrival(queued_waiter* own, bool drop) noexcept {
+    --left_;
+    if (drop) --expected_;
+    if (own) waiters_.push_back(*own);
+  }
+
+  // Under the lock, by the arrival that would complete the phase: claims the races of the phase's
+  // waiters and `own` together (true). Else claims none, unlinks the waiters whose race is lost
+  // onto end.losers, each withdrawing its arrival, and sets own->error if `own` lost.
+  bool claim_races(queued_waiter* own, phase_end& end) {
+    std::vector<race_ticket> tickets;
+    std::vector<queued_waiter*> raced;
+    for (queued_waiter* w = waiters_.first(); w; w = static_cast<queued_waiter*>(w->next)) {
+      if (w->ticket) tickets.push_back(w->ticket), raced.push_back(w);
+    }
+    if (own && own->ticket) tickets.push_back(own->ticket), raced.push_back(own);
+    if (tickets.empty()) return true;
+    std::vector<char> lost;
+    if (race_ticket::claim_together(tickets, lost)) return true;
+    for (std::size_t i = 0; i < raced.size(); ++i) {
+      if (!lost[i]) continue;
+      if (raced[i] == own) {
+        own->error = asio::error::operation_aborted;
+        continue;
+      }
+      waiters_.remove(*raced[i]);
+      ++left_;
+      raced[i]->next = end.losers;
+      end.losers = raced[i];
+    }
+    return false;
+  }
+
+  // Arrivals the phase in progress still waits for. Invariant: above zero while anyone waits in
+  // `waiters_` (the arrival that brings it to zero takes them all out) unless no participant is left.
+  std::size_t left_;
+  // Participants of the phases to come (arrive_and_drop() lowers it).
+  std::size_t expected_;
+  std::uint64_t phase_ = 0;
+  // Waiters of completed phases whose context was shutting down when their phase completed: the
+  // shutdown takes them out. Short, and walked only by cancel().
+  waiter_queue<queued_waiter> phase_over_;
+};
+
+// A barrier's completion step when it has none.
+struct no_completion {
+  void operator()() const noexcept {}
+};
+
+// A barrier's state: its phases and the completion step that runs once per phase, in the call of
+// the arrival that completes it, with no lock held, before any waiter of that phase is woken.
+template <class Completion>
+class barrier_state : public barrier_phases {
+ public:
+  barrier_state(std::size_t expected, Completion complete) : barrier_phases(expected), complete_(std::move(complete)) {}
+
+  // co_await arrive_and_wait(): arrives, and waits (false) unless the phase completed (true).
+  bool wait(queued_waiter& w) {
+    phase_end end;
+    const bool done = arrive(&w, false, end);
+    finish(end, complete_);
+    return done;
+  }
+
+  void arrive_and_drop() {
+    phase_end end;
+    arrive(nullptr, true, end);
+    finish(end, complete_);
+  }
+
+ private:
+  Completion complete_;
+};
+
+// The version of a watch's value, whether it is closed, and the receivers waiting for a newer one:
+// the state of a watch but for the value (watch_state<T>).
+class watch_versions : public sync_state {
+ public:
+  // co_await receiver.changed(), for a receiver that read version `seen`: completes at once (true)
+  // if there is a newer version (even after close()), or with close()'s error if the watch is
+  // closed; else queues `w` (false) until send() or close(). True with w.error set to
+  // operation_aborted: `w`'s race was already won by another branch.
+  bool wait_for_newer(queued_waiter& w, std::uint64_t seen) {
+    std::lock_guard lock(mutex_);
+    if (version_ == seen && !closed_) {
+      waiters_.push_back(w);
+      return false;
+    }
+    if (!w.ticket.claim()) {
+      w.error = asio::error::operation_aborted;
+    } else if (version_ == seen) {
+      w.error = closed_;
+    }
+    return true;
+  }
+
+  // A select's first pass: whether wait_for_newer() would complete at once (`error` as it would).
+  bool poll_newer(std::uint64_t seen, boost::system::error_code& error) const {
+    std::lock_guard lock(mutex_);
+    if (version_ != seen) return true;
+    error = closed_;
+    return bool(closed_);
+  }
+
+  std::uint64_t version() const {
+    std::lock_guard lock(mutex_);
+    return version_;
+  }
+
+  // Every waiting receiver fails with `why` (a watch: errc::channel_closed), and so does every
+  // changed() with no newer version from now on; a send() fails. Only the first call does anything.
+  void close(boost::system::error_code why) noexcept {
+    queued_waiter *waiters = nullptr, *losers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return;
+      closed_ = why;
+      std::size_t all = static_cast<std::size_t>(-1);
+      waiters = take_winners(all, nullptr, losers);
+    }
+    wake_all(losers, asio::error::operation_aborted, nullptr);
+    wake_all(waiters, why, nullptr);
+  }
+
+  bool closed() const {
+    std::lock_guard lock(mutex_);
+    return bool(closed_);
+  }
+
+ protected:
+  // Under the lock, for a new value: the next version, and the waiting receivers to wake.
+  queued_waiter* next_version(queued_waiter*& losers) noexcept {
+    ++version_;
+    std::size_t all = static_cast<std::size_t>(-1);
+    return take_winners(all, nullptr, losers);
+  }
+
+  // Starts at 0, one more per send(). Invariant: no receiver waits whose version is older (send()
+  // wakes them all), but those whose context is shutting down, which the shutdown takes out.
+  std::uint64_t version_ = 0;
+  boost::system::error_code closed_;  // what close() gave; empty while open
+};
+
+// A watch's state: its latest value, shared immutable (a send replaces the pointer under the
+// lock; T is copied, moved and destroyed only outside it), and its version.
+template <class T>
+class watch_state : public watch_versions {
+ public:
+  explicit watch_state(std::shared_ptr<const T> initial) noexcept : value_(std::move(initial)) {}
+
+  // Replaces the value; wakes every waiting receiver, in order, with no lock held. False, changing
+  // nothing, once the watch is closed.
+  bool send(std::shared_ptr<const T> value) {
+    queued_waiter *waiters = nullptr, *losers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return false;
+      value_.swap(value);
+      waiters = next_version(losers);
+    }
+    value.reset();  // the value replaced, destroyed here if nobody borrows it
+    wake_taken(waiters, losers, nullptr);
+    return true;
+  }
+
+  // The latest value and its version.
+  std::pair<std::shared_ptr<const T>, std::uint64_t> latest() const {
+    std::lock_guard lock(mutex_);
+    return {value_, version_};
+  }
+
+ private:
+  std::shared_ptr<const T> value_;  // never null
 };
 
 }  // namespace coral::detail

@@ -91,6 +91,8 @@ enum class wait_kind : std::uint8_t {
   semaphore_acquire,
   event_wait,
   latch_wait,       // (detail: the latch's address)
+  barrier_wait,     // (detail: the barrier's address)
+  watch_changed,    // (detail: the watch's address)
   future,           // as_awaiter(std::future)
   awaiter,          // an awaiter<R>
   async_generator,  // the next value of an async_generator
