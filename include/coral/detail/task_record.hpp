@@ -91,6 +91,9 @@ enum class wait_kind : std::uint8_t {
   semaphore_acquire,
   event_wait,
   latch_wait,       // (detail: the latch's address)
+  shared_mutex_lock,         // a shared_mutex's writer (detail: the mutex's address)
+  shared_mutex_lock_shared,  // a shared_mutex's reader
+  condition_wait,            // a condition_variable's wait, the mutex's re-lock included
   future,           // as_awaiter(std::future)
   awaiter,          // an awaiter<R>
   async_generator,  // the next value of an async_generator
