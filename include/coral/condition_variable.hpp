@@ -47,10 +47,11 @@ namespace coral {
 // - A notification is not lost to a wait that fails: a notify_one() and a cancellation (or a lost
 //   race) that meet are decided under one lock: either the cancellation came first (the wait
 //   consumed nothing, the notification wakes the next waiting task) or the notification did (the
-//   wait succeeds, and the task's next suspension fails; in a race, the wait's branch wins). A
-//   wait(m, pred) in a race decides it only when it ends: a notification that woke it while another
-//   branch won is spent on it (it held m and checked pred); use notify_all() where several waiters
-//   may give up, or race a plain wait(m) in a loop of your own.
+//   wait succeeds, and the task's next suspension fails; in a race, the wait's branch wins).
+//   wait(m, pred) is a task: under with_timeout, one that completes all the same is returned, not
+//   dropped; but as a branch of when_any / `||` it decides the race only when it ends, so a
+//   notification that woke it while another branch won is spent on a dropped branch. There, race
+//   a plain wait(m) in a loop of your own, or use notify_all().
 // - wait(m) can be raced and timed out (when_any, with_timeout, `||`): the task holds m after the
 //   race however it ends. Two waits on the same mutex in one race cannot both lock it again: the
 //   race would wait for itself.
