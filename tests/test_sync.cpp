@@ -1,16 +1,16 @@
 #define BOOST_TEST_MODULE coral sync
 #include <atomic>
-#include <deque>
-#include <future>
-#include <thread>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/test/unit_test.hpp>
+#include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -219,10 +219,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
     s.release();
     co_return seen;
   });
-  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired",
-                                                                   "slept", "both held", "won inside, held",
-                                                                   "both held"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired", "slept",
+                                                            "both held", "won inside, held", "both held"}),
+      boost::test_tools::per_element());
   BOOST_TEST(m.try_lock());
   BOOST_TEST(s.available() == 1u);
 }
@@ -1124,11 +1124,11 @@ BOOST_AUTO_TEST_CASE(a_waiting_writer_holds_back_later_readers_and_the_readers_b
   coral::spawn(ctx, reader("R5"));
   ctx.poll();
   ctx.restart();
-  BOOST_TEST(log.lines.empty());         // R2 waits behind W1 although only readers hold the lock
-  BOOST_TEST(!m.try_lock_shared());      // nor does a try overtake W1
+  BOOST_TEST(log.lines.empty());     // R2 waits behind W1 although only readers hold the lock
+  BOOST_TEST(!m.try_lock_shared());  // nor does a try overtake W1
   BOOST_TEST(!m.try_lock());
-  m.unlock_shared();                     // R0 goes: W1 is handed the lock
-  BOOST_TEST(log.lines.empty());         // posted, not resumed inside unlock_shared()
+  m.unlock_shared();              // R0 goes: W1 is handed the lock
+  BOOST_TEST(log.lines.empty());  // posted, not resumed inside unlock_shared()
   ctx.run();
   BOOST_TEST(log.lines == (std::vector<std::string>{"W1 in", "W1 out", "R2 in", "R3 in", "R2 out", "R3 out", "W4 in",
                                                     "W4 out", "R5 in", "R5 out"}),
@@ -1232,8 +1232,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_writer_that_gives_up_lets_in_the_readers_behind_
       });
       if (how == "cancelled") writer.cancel();
       get_within(std::move(reader));  // in while R0 still holds the lock
-      BOOST_TEST(get_within(std::move(writer)) ==
-                 (how == "cancelled" ? "aborted" : how == "timed out" ? "timeout" : "lost"));
+      BOOST_TEST(get_within(std::move(writer)) == (how == "cancelled"   ? "aborted"
+                                                   : how == "timed out" ? "timeout"
+                                                                        : "lost"));
       BOOST_TEST(!m.try_lock());  // R0 still holds it, nothing more
     }
   }
@@ -1574,10 +1575,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_wait_that_fails_returns_holding_the_mutex_and_on
     m.unlock();
     co_return seen;
   });
-  BOOST_TEST(get_within(std::move(j)) ==
-                 (std::vector<std::string>{"timeout holding the lock", "slept holding the lock", "slept holding the lock",
-                                           "notified holding the lock", "nested holding the lock"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      get_within(std::move(j)) ==
+          (std::vector<std::string>{"timeout holding the lock", "slept holding the lock", "slept holding the lock",
+                                    "notified holding the lock", "nested holding the lock"}),
+      boost::test_tools::per_element());
   get_within(std::move(notifier));
   BOOST_TEST(m.try_lock());
 }
@@ -1652,8 +1654,8 @@ BOOST_AUTO_TEST_CASE(a_notification_that_meets_a_failing_wait_goes_to_the_next_w
     const bool timed = mode != 0;
     auto a_started = std::make_shared<std::promise<void>>();
     auto b_started = std::make_shared<std::promise<void>>();
-    auto waiter = [&, mode](std::shared_ptr<std::promise<void>> started, std::chrono::microseconds timeout)
-        -> coral::task<bool> {
+    auto waiter = [&, mode](std::shared_ptr<std::promise<void>> started,
+                            std::chrono::microseconds timeout) -> coral::task<bool> {
       co_await m.lock();
       started->set_value();  // (m is held: the notifier cannot notify before the wait is queued)
       bool notified = true;
@@ -1678,13 +1680,13 @@ BOOST_AUTO_TEST_CASE(a_notification_that_meets_a_failing_wait_goes_to_the_next_w
     BOOST_REQUIRE(b_started->get_future().wait_for(patience) == std::future_status::ready);
     // The notifier holds m to notify, as a std::condition_variable user would: both waits are
     // queued by then (or A's has failed).
-    auto notifier = coral::spawn(asio::make_strand(pool), [&, notify_after = std::chrono::microseconds(random() % 200)]()
-                                                              -> coral::task<> {
-      co_await coral::sleep_for(notify_after);
-      co_await m.lock();
-      cv.notify_one();
-      m.unlock();
-    });
+    auto notifier = coral::spawn(asio::make_strand(pool),
+                                 [&, notify_after = std::chrono::microseconds(random() % 200)]() -> coral::task<> {
+                                   co_await coral::sleep_for(notify_after);
+                                   co_await m.lock();
+                                   cv.notify_one();
+                                   m.unlock();
+                                 });
     if (!timed) a.cancel();
     const bool a_got_it = get_within(std::move(a));
     get_within(std::move(notifier));

@@ -47,7 +47,8 @@ class permit_awaiter : public task_waiter<permit_state, permit_request> {
 
   // A select's first pass: takes a permit if one is free (never before a waiting task).
   bool poll(task_segment& waker) {
-    return this->poll_with(waker, [this](permit_state& s, task_segment*) { return attempted_ = s.try_acquire(this->weight); });
+    return this->poll_with(waker,
+                           [this](permit_state& s, task_segment*) { return attempted_ = s.try_acquire(this->weight); });
   }
 
   void await_resume() {
@@ -69,8 +70,9 @@ class permit_awaiter : public task_waiter<permit_state, permit_request> {
 };
 
 // What async_mutex, semaphore and shared_mutex are made of: the state of their permits (a mutex is
-// a semaphore of one permit; a shared_mutex's writer takes all of them, a reader one). Their waiting tasks fail with operation_aborted when they go. Public, so that a
-// guard's deleter can reach it from the owner; every member is for the derived class.
+// a semaphore of one permit; a shared_mutex's writer takes all of them, a reader one). Their
+// waiting tasks fail with operation_aborted when they go. Public, so that a guard's deleter can
+// reach it from the owner; every member is for the derived class.
 class permit_owner {
  public:
   permit_owner(const permit_owner&) = delete;
