@@ -64,7 +64,8 @@ class [[nodiscard]] shared_mutex_shared_lock : detail::permit_guard<shared_mutex
 // - unlock() when no writer holds the lock, and unlock_shared() when no reader does, throw
 //   std::logic_error and change nothing. (unlock_shared() cannot tell which reader calls it.) A
 //   guard whose lock was also unlocked by hand gives nothing back when it goes if it can tell: a
-//   writer's guard always can; a reader's, only while no reader holds the lock.
+//   writer's guard always can; a reader's can unless other readers hold the lock by then (it then
+//   gives back one of theirs, as a second unlock_shared() would).
 // - A join that drops a lock its branch took (`when_all(m.lock_shared(), work())` where work()
 //   fails, or is cancelled) unlocks it, in both styles and both modes.
 // - Every wait completes without suspending if the lock can be taken at once. Otherwise the task
