@@ -24,6 +24,16 @@
 //                    (`changed()` then `get()`), against a watch kept on a strand (the value, its
 //                    version and the waiting receivers' handlers; send posts onto the strand,
 //                    never waiting). Per value sent. No target: reported for reference.
+//   rw_read_mostly   4 tasks x 100k accesses to one table on a 2-thread pool, 1 in 8 a write:
+//                    coral tasks under a coral::shared_mutex (readers together, writers alone),
+//                    against asio::awaitable coroutines that hop onto one strand for each access
+//                    (which serialises the readers too). Per access. No target: for reference.
+//   condition_handoff one producer and one consumer passing 200k items through a one-slot buffer
+//                    on a 2-thread pool, each waiting while it is full (empty): coral tasks with an
+//                    async_mutex and two coral::condition_variables, against asio::awaitable
+//                    coroutines on one strand that wait on steady_timers which never expire and
+//                    are cancelled to notify (the Asio idiom for a condition variable). Per item.
+//                    No target: for reference.
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
@@ -37,12 +47,14 @@
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <coral/coral.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <future>
 #include <memory>
@@ -463,6 +475,154 @@ double asio_watch(long values) {
   });
 }
 
+// A table read far more often than it is written: a reader checks that it is consistent (no
+// writer is half-way through), a writer changes both halves.
+struct read_mostly_table {
+  long first = 0, second = 0;
+  std::atomic<int> writers{0};
+  void read() const {
+    check(writers.load(std::memory_order_acquire) == 0 && first == second, "a reader beside a writer");
+  }
+  void write() {
+    check(writers.fetch_add(1, std::memory_order_acquire) == 0, "two writers at once");
+    ++first;
+    ++second;
+    writers.fetch_sub(1, std::memory_order_release);
+  }
+};
+
+constexpr long write_every = 8;
+
+double coral_shared_mutex(long per_task) {
+  return ns_per(tasks * per_task, [&] {
+    coral::shared_mutex m;
+    read_mostly_table table;
+    run_tasks([&](asio::thread_pool& pool, auto& on_done) {
+      coral::spawn(
+          pool,
+          [&]() -> coral::task<> {
+            for (long i = 0; i < per_task; ++i) {
+              if (i % write_every == 0) {
+                auto guard = co_await m.scoped_lock();
+                table.write();
+              } else {
+                auto guard = co_await m.scoped_lock_shared();
+                table.read();
+              }
+            }
+          },
+          on_done);
+    });
+    check(table.first == tasks * ((per_task + write_every - 1) / write_every), "coral table");
+  });
+}
+
+double asio_strand_read_mostly(long per_task) {
+  return ns_per(tasks * per_task, [&] {
+    read_mostly_table table;
+    std::optional<asio::strand<asio::thread_pool::executor_type>> strand;  // guards the table
+    run_tasks([&](asio::thread_pool& pool, auto& on_done) {
+      if (!strand) strand.emplace(pool.get_executor());
+      asio::co_spawn(
+          pool,
+          [&]() -> asio::awaitable<void> {
+            for (long i = 0; i < per_task; ++i) {
+              co_await asio::post(*strand, asio::bind_executor(*strand, asio::use_awaitable));
+              if (i % write_every == 0) {
+                table.write();
+              } else {
+                table.read();
+              }
+            }
+          },
+          on_done);
+    });
+    check(table.first == tasks * ((per_task + write_every - 1) / write_every), "asio table");
+  });
+}
+
+// Both sides check that the consumer receives every item once, in order.
+struct handoff_check {
+  long next = 0;
+  void received(long item) {
+    check(item == next, "an item lost, repeated or out of order");
+    ++next;
+  }
+};
+
+double coral_condition_handoff(long n) {
+  return ns_per(n, [&] {
+    asio::thread_pool pool(2);
+    coral::async_mutex m;
+    coral::condition_variable not_full, not_empty;
+    std::optional<long> slot;
+    handoff_check consumer_side;
+    auto producer = coral::spawn(pool, [&]() -> coral::task<> {
+      for (long i = 0; i < n; ++i) {
+        co_await m.lock();
+        co_await not_full.wait(m, [&] { return !slot; });
+        slot = i;
+        m.unlock();
+        not_empty.notify_one();
+      }
+    });
+    auto consumer = coral::spawn(pool, [&]() -> coral::task<> {
+      for (long i = 0; i < n; ++i) {
+        co_await m.lock();
+        co_await not_empty.wait(m, [&] { return slot.has_value(); });
+        consumer_side.received(*std::exchange(slot, std::nullopt));
+        m.unlock();
+        not_full.notify_one();
+      }
+    });
+    producer.get_result();
+    consumer.get_result();
+    check(consumer_side.next == n, "coral handoff count");
+  });
+}
+
+double asio_timer_condition_handoff(long n) {
+  return ns_per(n, [&] {
+    asio::thread_pool pool(2);
+    auto strand = asio::make_strand(pool);  // guards the slot and both "condition" timers
+    asio::steady_timer not_full(strand, asio::steady_timer::time_point::max());
+    asio::steady_timer not_empty(strand, asio::steady_timer::time_point::max());
+    std::optional<long> slot;
+    handoff_check consumer_side;
+    std::atomic<int> left{2};
+    std::promise<void> done;
+    auto on_done = [&](std::exception_ptr e) {
+      check(!e, "asio handoff failed");
+      if (left.fetch_sub(1) == 1) done.set_value();
+    };
+    asio::co_spawn(
+        strand,
+        [&]() -> asio::awaitable<void> {
+          boost::system::error_code ignored;  // (a notification is a cancellation)
+          for (long i = 0; i < n; ++i) {
+            while (slot) co_await not_full.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+            slot = i;
+            not_empty.cancel_one();
+          }
+        },
+        on_done);
+    asio::co_spawn(
+        strand,
+        [&]() -> asio::awaitable<void> {
+          boost::system::error_code ignored;
+          for (long i = 0; i < n; ++i) {
+            while (!slot) co_await not_empty.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+            consumer_side.received(*std::exchange(slot, std::nullopt));
+            not_full.cancel_one();
+          }
+        },
+        on_done);
+    done.get_future().wait();
+    pool.join();
+    check(consumer_side.next == n, "asio handoff count");
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -502,8 +662,22 @@ int main(int argc, char** argv) {
   }
   report("broadcast_fanout", coral_fanout, asio_fanout_side, "ns/value");
   report("broadcast_fanout_pool", coral_fanout_pool, asio_fanout_pool_side, "ns/value");
+  double coral_rw = 1e300, asio_rw = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_rw = std::min(coral_rw, coral_shared_mutex(per_task));
+    asio_rw = std::min(asio_rw, asio_strand_read_mostly(per_task));
+  }
+  report("rw_read_mostly", coral_rw, asio_rw, "ns/access");
+  double coral_cv = 1e300, asio_cv = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_cv = std::min(coral_cv, coral_condition_handoff(2 * per_task));
+    asio_cv = std::min(asio_cv, asio_timer_condition_handoff(2 * per_task));
+  }
+  report("condition_handoff", coral_cv, asio_cv, "ns/item");
   std::printf(
       "summary: mutex_contended ratio=%.3f (no target), lock_timeout ratio=%.3f (target <= 0.5), "
+      "rw_read_mostly ratio=%.3f (no target), condition_handoff ratio=%.3f (no target), "
       "barrier_phases ratio=%.3f (no target), watch_updates ratio=%.3f (no target)\n",
-      coral / asio_side, coral_timed / asio_timed, coral_phases / asio_phases, coral_updates / asio_updates);
+      coral / asio_side, coral_timed / asio_timed, coral_rw / asio_rw, coral_cv / asio_cv, coral_phases / asio_phases,
+      coral_updates / asio_updates);
 }

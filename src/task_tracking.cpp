@@ -357,6 +357,12 @@ const char* to_string(wait_kind kind) noexcept {
       return "barrier wait";
     case wait_kind::watch_changed:
       return "watch changed";
+    case wait_kind::shared_mutex_lock:
+      return "shared_mutex lock";
+    case wait_kind::shared_mutex_lock_shared:
+      return "shared_mutex lock_shared";
+    case wait_kind::condition_wait:
+      return "condition_variable wait";
     case wait_kind::future:
       return "future";
     case wait_kind::awaiter:
@@ -592,7 +598,8 @@ bool detail_is_object(detail::wait_kind k) {
   using detail::wait_kind;
   return k == wait_kind::channel_send || k == wait_kind::channel_receive || k == wait_kind::mutex_lock ||
          k == wait_kind::semaphore_acquire || k == wait_kind::event_wait || k == wait_kind::latch_wait ||
-         k == wait_kind::barrier_wait || k == wait_kind::watch_changed;
+         k == wait_kind::barrier_wait || k == wait_kind::watch_changed || k == wait_kind::shared_mutex_lock ||
+         k == wait_kind::shared_mutex_lock_shared || k == wait_kind::condition_wait;
 }
 
 std::string seconds(std::int64_t ns) {

@@ -2,12 +2,15 @@
 #include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/test/unit_test.hpp>
+#include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -216,10 +219,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
     s.release();
     co_return seen;
   });
-  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired",
-                                                                   "slept", "both held", "won inside, held",
-                                                                   "both held"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      get_within(std::move(j)) == (std::vector<std::string>{"held", "timeout", "free", "won, held", "acquired", "slept",
+                                                            "both held", "won inside, held", "both held"}),
+      boost::test_tools::per_element());
   BOOST_TEST(m.try_lock());
   BOOST_TEST(s.available() == 1u);
 }
@@ -1393,6 +1396,802 @@ BOOST_AUTO_TEST_CASE(a_move_only_value_is_shared_not_copied_and_every_value_is_d
     BOOST_TEST(lifetime::alive == 1);
   }
   BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// Readers and writers, as std::shared_mutex users write them, on tasks from `executor_of(i)`:
+// every task does `rounds` rounds, each a write (one in `write_every`) or a read, suspending
+// inside. A writer increments a plain int by reading it, suspending and writing it back; a reader
+// reads it twice across a suspension. Any reader beside a writer, or two writers, is counted.
+// Afterwards the mutex is free: one writer gets in, then nobody else.
+template <class ExecutorOf>
+void check_readers_writers_exclusion(ExecutorOf executor_of, int tasks, int rounds, int write_every) {
+  for (const lock_style style : lock_styles) {
+    coral::shared_mutex m;
+    int counter = 0;
+    std::atomic<int> readers{0}, writers{0}, violations{0}, peak_readers{0}, writes{0};
+    std::vector<coral::job<>> jobs;
+    for (int t = 0; t < tasks; ++t) {
+      jobs.push_back(coral::spawn(executor_of(t), [&, t, rounds, style, write_every]() -> coral::task<> {
+        for (int r = 0; r < rounds; ++r) {
+          if ((t + r) % write_every == 0) {
+            std::optional<coral::shared_mutex_lock> guard;
+            if (style == lock_style::std_style) {
+              co_await m.lock();
+            } else {
+              guard.emplace(co_await m.scoped_lock());
+            }
+            if (++writers != 1 || readers.load() != 0) ++violations;
+            const int seen = counter;
+            co_await coral::yield();
+            counter = seen + 1;
+            ++writes;
+            if (--writers != 0 || readers.load() != 0) ++violations;
+            if (style == lock_style::std_style) m.unlock();
+          } else {
+            std::optional<coral::shared_mutex_shared_lock> guard;
+            if (style == lock_style::std_style) {
+              co_await m.lock_shared();
+            } else {
+              guard.emplace(co_await m.scoped_lock_shared());
+            }
+            const int now = ++readers;
+            for (int seen = peak_readers.load(); now > seen && !peak_readers.compare_exchange_weak(seen, now);) {
+            }
+            if (writers.load() != 0) ++violations;
+            const int seen = counter;
+            co_await coral::yield();
+            if (counter != seen || writers.load() != 0) ++violations;
+            --readers;
+            if (style == lock_style::std_style) m.unlock_shared();
+          }
+        }
+      }));
+    }
+    for (auto& j : jobs) get_within(j);
+    BOOST_TEST(violations.load() == 0);
+    BOOST_TEST(counter == writes.load());
+    BOOST_TEST(writes.load() > 0);
+    BOOST_TEST(peak_readers.load() >= 1);
+    BOOST_TEST(m.try_lock());
+    BOOST_TEST(!m.try_lock());
+    BOOST_TEST(!m.try_lock_shared());
+    m.unlock();
+    BOOST_TEST(m.try_lock_shared());
+    BOOST_TEST(m.try_lock_shared());
+    BOOST_TEST(!m.try_lock());
+    m.unlock_shared();
+    m.unlock_shared();
+    BOOST_CHECK_THROW(m.unlock_shared(), std::logic_error);
+    BOOST_CHECK_THROW(m.unlock(), std::logic_error);
+  }
+}
+
+// `n` rounds of work, fewer on new_thread_executor (where every resumption starts a thread).
+template <class Place>
+constexpr int rounds_for(int n) {
+  return std::is_same_v<Place, on_new_thread_executor> ? n / 10 : n;
+}
+
+// Records, in order, each task entering ("W1 in") and leaving ("W1 out") the lock.
+struct entry_log {
+  std::vector<std::string> lines;
+  void operator()(const std::string& who, const char* what) { lines.push_back(who + " " + what); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(shared_mutex)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(readers_share_and_writers_exclude_in_both_styles, Place, every_place) {
+  Place place;
+  check_readers_writers_exclusion([&](int) { return place.get_executor(); }, 8, rounds_for<Place>(150), 3);
+}
+
+BOOST_AUTO_TEST_CASE(readers_and_writers_exclude_under_contention_on_multi_threaded_executors) {
+  {
+    asio::thread_pool pool(2);
+    check_readers_writers_exclusion([&](int) { return asio::any_io_executor(pool.get_executor()); }, 6, 1500, 4);
+    check_readers_writers_exclusion([&](int) { return asio::any_io_executor(asio::make_strand(pool)); }, 6, 1500, 2);
+  }
+  running_io_context ctx(2);
+  check_readers_writers_exclusion([&](int) { return asio::any_io_executor(ctx.get_executor()); }, 6, 1500, 5);
+  check_readers_writers_exclusion(
+      [](int t) {
+        switch (t % 3) {
+          case 0:
+            return asio::any_io_executor(coral::loop_executor{});
+          case 1:
+            return asio::any_io_executor(coral::pool_executor{});
+          default:
+            return asio::any_io_executor(coral::new_thread_executor{});
+        }
+      },
+      6, 300, 3);
+}
+
+// FIFO with no writer starvation: a waiting writer holds back the readers that come after it,
+// also while readers hold the lock; when it unlocks, the readers queued behind it get the lock
+// together, up to the next writer.
+BOOST_AUTO_TEST_CASE(a_waiting_writer_holds_back_later_readers_and_the_readers_behind_it_enter_together) {
+  asio::io_context ctx(1);
+  coral::shared_mutex m;
+  entry_log log;
+  BOOST_REQUIRE(m.try_lock_shared());  // R0
+  auto writer = [&](std::string who) -> coral::task<> {
+    co_await m.lock();
+    log(who, "in");
+    co_await coral::yield();
+    log(who, "out");
+    m.unlock();
+  };
+  auto reader = [&](std::string who) -> coral::task<> {
+    auto guard = co_await m.scoped_lock_shared();
+    log(who, "in");
+    co_await coral::yield();
+    co_await coral::yield();
+    log(who, "out");
+  };
+  coral::spawn(ctx, writer("W1"));
+  coral::spawn(ctx, reader("R2"));
+  coral::spawn(ctx, reader("R3"));
+  coral::spawn(ctx, writer("W4"));
+  coral::spawn(ctx, reader("R5"));
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(log.lines.empty());     // R2 waits behind W1 although only readers hold the lock
+  BOOST_TEST(!m.try_lock_shared());  // nor does a try overtake W1
+  BOOST_TEST(!m.try_lock());
+  m.unlock_shared();              // R0 goes: W1 is handed the lock
+  BOOST_TEST(log.lines.empty());  // posted, not resumed inside unlock_shared()
+  ctx.run();
+  BOOST_TEST(log.lines == (std::vector<std::string>{"W1 in", "W1 out", "R2 in", "R3 in", "R2 out", "R3 out", "W4 in",
+                                                    "W4 out", "R5 in", "R5 out"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(unlocking_what_is_not_held_throws_and_changes_nothing) {
+  coral::shared_mutex m;
+  BOOST_CHECK_THROW(m.unlock(), std::logic_error);
+  BOOST_CHECK_THROW(m.unlock_shared(), std::logic_error);
+  BOOST_REQUIRE(m.try_lock());
+  BOOST_CHECK_THROW(m.unlock_shared(), std::logic_error);  // a writer holds it: no reader to let go
+  BOOST_TEST(!m.try_lock_shared());
+  BOOST_TEST(!m.try_lock());
+  m.unlock();
+  BOOST_CHECK_THROW(m.unlock(), std::logic_error);
+  BOOST_REQUIRE(m.try_lock_shared());
+  BOOST_CHECK_THROW(m.unlock(), std::logic_error);  // a reader holds it: no writer to let go
+  BOOST_TEST(!m.try_lock());
+  m.unlock_shared();
+  BOOST_TEST(m.try_lock());
+  m.unlock();
+  // Guards: a writer's guard whose lock was also unlocked by hand gives nothing back, also when
+  // another holder has the mutex by then; a reader's guard gives back its shared lock.
+  asio::io_context ctx(1);
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    {
+      auto guard = co_await m.scoped_lock();
+      m.unlock();
+      BOOST_TEST(m.try_lock());  // another writer now
+    }
+    seen.push_back(m.try_lock_shared() ? "freed another's lock" : "kept the other's lock");
+    m.unlock();
+    {
+      auto guard = co_await m.scoped_lock();
+      m.unlock();
+      BOOST_TEST(m.try_lock_shared());  // a reader now
+    }
+    seen.push_back(m.try_lock() ? "freed the reader's lock" : "kept the reader's lock");
+    m.unlock_shared();
+    {
+      auto a = co_await m.scoped_lock_shared();
+      auto b = co_await m.scoped_lock_shared();
+      BOOST_TEST(!m.try_lock());
+      b.unlock();
+      BOOST_TEST(!b.owns_lock());
+      BOOST_TEST(!m.try_lock());
+    }
+    seen.push_back(m.try_lock() ? "free" : "held");
+    m.unlock();
+    co_return seen;
+  });
+  ctx.run();
+  BOOST_TEST(j.get_result() == (std::vector<std::string>{"kept the other's lock", "kept the reader's lock", "free"}),
+             boost::test_tools::per_element());
+}
+
+// A writer that gives up (cancelled, timed out, lost a race) lets in the readers it held back.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_writer_that_gives_up_lets_in_the_readers_behind_it, Place, every_place) {
+  Place place;
+  coral::shared_mutex m;
+  coral::event never;
+  BOOST_REQUIRE(m.try_lock_shared());
+  for (std::string how : {"cancelled", "timed out", "lost a race"}) {
+    BOOST_TEST_CONTEXT(how) {
+      auto started = std::make_shared<std::promise<void>>();
+      auto writer = coral::spawn(place.get_executor(), [&, how, started]() -> coral::task<std::string> {
+        try {
+          if (how == "cancelled") {
+            started->set_value();
+            co_await m.lock();
+          } else if (how == "timed out") {
+            started->set_value();
+            co_await coral::with_timeout(20ms, m.lock());
+          } else {
+            started->set_value();
+            auto r = co_await coral::when_any(m.lock(), 20ms);
+            co_return r.index() == 1 ? "lost" : "won";
+          }
+          co_return "locked";
+        } catch (const coral::timeout_error&) {
+          co_return "timeout";
+        } catch (const boost::system::system_error& e) {
+          co_return outcome_of(e);
+        }
+      });
+      BOOST_REQUIRE(started->get_future().wait_for(patience) == std::future_status::ready);
+      // Until the writer is queued, a reader still gets in; from then on none does.
+      const auto give_up_at = std::chrono::steady_clock::now() + patience;
+      while (m.try_lock_shared()) {
+        m.unlock_shared();
+        BOOST_REQUIRE(std::chrono::steady_clock::now() < give_up_at);
+        std::this_thread::yield();
+      }
+      // A reader that comes after the writer: it waits behind it.
+      auto reader = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+        co_await m.lock_shared();
+        m.unlock_shared();
+      });
+      if (how == "cancelled") writer.cancel();
+      get_within(std::move(reader));  // in while R0 still holds the lock
+      BOOST_TEST(get_within(std::move(writer)) == (how == "cancelled"   ? "aborted"
+                                                   : how == "timed out" ? "timeout"
+                                                                        : "lost"));
+      BOOST_TEST(!m.try_lock());  // R0 still holds it, nothing more
+    }
+  }
+  m.unlock_shared();
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(raced_timed_and_joined_locks_of_both_kinds_are_held_only_when_they_win, Place,
+                              every_place) {
+  Place place;
+  coral::shared_mutex m;
+  coral::event never;
+  auto fails = []() -> coral::task<> {
+    co_await coral::yield();
+    throw std::runtime_error("failed");
+  };
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    co_await coral::with_timeout(10s, m.lock_shared());
+    try {
+      co_await coral::with_timeout(5ms, m.lock());
+      seen.push_back("writer beside a reader");
+    } catch (const coral::timeout_error&) {
+      seen.push_back("timeout");
+    }
+    co_await m.lock_shared();  // the writer that gave up holds back nobody
+    m.unlock_shared();
+    m.unlock_shared();
+    auto raced = co_await coral::when_any(m.lock(), never.wait());
+    seen.push_back(raced.index() == 0 && !m.try_lock_shared() ? "won, held" : "not held");
+    const auto lost = co_await (m.lock_shared() || 5ms);
+    seen.push_back(lost.index() == 1 ? "slept" : "reader beside a writer");
+    m.unlock();
+    auto guard = co_await coral::with_timeout(1s, m.scoped_lock_shared());
+    seen.push_back(guard.owns_lock() && !m.try_lock() ? "shared guard" : "no guard");
+    guard.unlock();
+    for (int i = 0; i < 10; ++i) {
+      try {
+        co_await coral::when_all(m.lock(), fails());
+      } catch (const std::runtime_error&) {
+      }
+      try {
+        co_await (m.lock_shared() && fails());
+      } catch (const std::runtime_error&) {
+      }
+    }
+    seen.push_back(m.try_lock() ? "dropped locks given back" : "a dropped lock kept");
+    m.unlock();
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"timeout", "won, held", "slept", "shared guard",
+                                                                   "dropped locks given back"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+}
+
+// unlock() / unlock_shared() hand the lock to waiters being cancelled at that moment: afterwards
+// the lock is free (nothing lost to a cancelled waiter) and no reader was ever beside a writer.
+BOOST_AUTO_TEST_CASE(a_lock_handed_to_waiters_cancelled_at_that_moment_is_neither_lost_nor_shared_with_a_writer) {
+  asio::thread_pool pool(2);
+  constexpr int iterations = 800, waiters = 4;
+  std::atomic<int> readers{0}, writers{0};
+  std::atomic<bool> overlapped{false};
+  int lost = 0, locked_total = 0;
+  for (int it = 0; it < iterations; ++it) {
+    coral::shared_mutex m;
+    const bool held_by_writer = it % 2 == 0;
+    BOOST_REQUIRE(held_by_writer ? m.try_lock() : m.try_lock_shared());
+    std::vector<coral::job<>> jobs;
+    for (int i = 0; i < waiters; ++i) {
+      const bool write = (i + it) % 3 == 0;
+      jobs.push_back(coral::spawn(asio::make_strand(pool), [&, write]() -> coral::task<> {
+        if (write) {
+          auto guard = co_await m.scoped_lock();
+          if (writers.fetch_add(1) != 0 || readers.load() != 0) overlapped = true;
+          writers.fetch_sub(1);
+        } else {
+          auto guard = co_await m.scoped_lock_shared();
+          readers.fetch_add(1);
+          if (writers.load() != 0) overlapped = true;
+          readers.fetch_sub(1);
+        }
+      }));
+    }
+    std::promise<void> unlock_done;
+    asio::post(pool, [&] {
+      held_by_writer ? m.unlock() : m.unlock_shared();
+      unlock_done.set_value();
+    });
+    for (auto& j : jobs) j.cancel();
+    for (auto& j : jobs) {
+      auto e = failure_of(j);
+      BOOST_REQUIRE(!e || e == asio::error::operation_aborted);
+      if (!e) ++locked_total;
+    }
+    unlock_done.get_future().wait();
+    if (!m.try_lock()) {
+      ++lost;
+    } else {
+      m.unlock();
+    }
+  }
+  BOOST_TEST(lost == 0);
+  BOOST_TEST(!overlapped);
+  BOOST_TEST(locked_total > 0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_its_waiting_readers_and_writers_and_later_unlocks_are_harmless,
+                              Context, owned_contexts) {
+  coral::shared_mutex m;
+  BOOST_REQUIRE(m.try_lock());
+  std::vector<coral::job<>> jobs;
+  {
+    Context ctx;
+    for (int i = 0; i < 4; ++i) {
+      jobs.push_back(coral::spawn(ctx.get_executor(), [&m, i]() -> coral::task<> {
+        lifetime l;
+        if (i % 2) {
+          co_await m.lock();
+        } else {
+          co_await m.lock_shared();
+        }
+      }));
+    }
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 4);
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  m.unlock();
+  for (auto& j : jobs) BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(m.try_lock());  // nothing was handed to the dead waiters
+}
+
+// unlock() hands the lock to readers whose resumptions are queued on a context that is then
+// destroyed: they never resume, and their shared locks are given back.
+BOOST_AUTO_TEST_CASE(locks_handed_to_tasks_destroyed_before_they_resume_are_handed_on) {
+  coral::shared_mutex m;
+  BOOST_REQUIRE(m.try_lock());
+  std::vector<coral::job<>> jobs;
+  {
+    asio::io_context ctx(1);
+    for (int i = 0; i < 3; ++i) {
+      jobs.push_back(coral::spawn(ctx, [&m]() -> coral::task<> {
+        lifetime l;
+        co_await m.lock_shared();
+      }));
+    }
+    jobs.push_back(coral::spawn(ctx, [&m]() -> coral::task<> {
+      lifetime l;
+      auto guard = co_await m.scoped_lock();
+    }));
+    ctx.poll();
+    m.unlock();  // the three readers are handed the lock; their resumptions are never run
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  for (auto& j : jobs) BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_shared_mutex_fails_its_waiters_with_operation_aborted) {
+  asio::io_context ctx(1);
+  auto m = std::make_unique<coral::shared_mutex>();
+  BOOST_REQUIRE(m->try_lock());
+  auto reader = coral::spawn(ctx, [&]() -> coral::task<> { co_await m->lock_shared(); });
+  auto writer = coral::spawn(ctx, [&]() -> coral::task<> { co_await m->lock(); });
+  ctx.poll();
+  ctx.restart();
+  m.reset();
+  ctx.run();
+  BOOST_TEST((failure_of(std::move(reader)) == asio::error::operation_aborted));
+  BOOST_TEST((failure_of(std::move(writer)) == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(condition_variable)
+
+// Producers and consumers over a queue guarded by the mutex, as std::condition_variable users
+// write them: every item is consumed exactly once, consumers see the queue only with the mutex
+// held, and every consumer ends once the producers are done.
+BOOST_AUTO_TEST_CASE_TEMPLATE(producers_and_consumers_with_a_predicate_lose_and_duplicate_nothing, Place, every_place) {
+  Place place;
+  constexpr int producers = 3, consumers = 3, items = rounds_for<Place>(200);
+  coral::async_mutex m;
+  coral::condition_variable not_empty;
+  std::deque<int> queue;
+  int producing = producers;
+  std::atomic<int> inside{0}, overlaps{0};
+  std::vector<coral::job<>> jobs;
+  std::vector<coral::job<long>> consumed;
+  for (int p = 0; p < producers; ++p) {
+    jobs.push_back(coral::spawn(place.get_executor(), [&, p]() -> coral::task<> {
+      for (int i = 0; i < items; ++i) {
+        co_await m.lock();
+        if (++inside != 1) ++overlaps;
+        queue.push_back(p * items + i + 1);
+        --inside;
+        m.unlock();
+        // Alternately outside and inside the lock, both allowed.
+        if (i % 2) {
+          not_empty.notify_one();
+        } else {
+          co_await m.lock();
+          not_empty.notify_one();
+          m.unlock();
+        }
+        if (i % 16 == 0) co_await coral::yield();
+      }
+      co_await m.lock();
+      if (--producing == 0) not_empty.notify_all();
+      m.unlock();
+    }));
+  }
+  for (int c = 0; c < consumers; ++c) {
+    consumed.push_back(coral::spawn(place.get_executor(), [&]() -> coral::task<long> {
+      long sum = 0;
+      co_await m.lock();
+      for (;;) {
+        co_await not_empty.wait(m, [&] { return !queue.empty() || producing == 0; });
+        if (++inside != 1) ++overlaps;  // the wait returned holding m
+        if (queue.empty()) {
+          --inside;
+          break;
+        }
+        sum += queue.front();
+        queue.pop_front();
+        --inside;
+        if (queue.size() % 3 == 0) {  // sometimes let the others in
+          m.unlock();
+          co_await coral::yield();
+          co_await m.lock();
+        }
+      }
+      m.unlock();
+      co_return sum;
+    }));
+  }
+  for (auto& j : jobs) get_within(j);
+  long total = 0;
+  for (auto& j : consumed) total += get_within(j);
+  constexpr long n = long{producers} * items;
+  BOOST_TEST(total == n * (n + 1) / 2);
+  BOOST_TEST(queue.empty());
+  BOOST_TEST(overlaps.load() == 0);
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(notify_wakes_waiters_in_order_after_they_lock_the_mutex_again_never_inside_notify) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  coral::condition_variable cv;
+  std::vector<std::string> log;
+  for (int i = 0; i < 3; ++i) {
+    coral::spawn(ctx, [&, i]() -> coral::task<> {
+      co_await m.lock();
+      co_await cv.wait(m);
+      log.push_back("woke " + std::to_string(i) + (m.try_lock() ? " without the lock" : " holding the lock"));
+      m.unlock();
+    });
+  }
+  cv.notify_one();  // nobody waits yet: not remembered
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(log.empty());
+  BOOST_TEST(m.try_lock());  // every waiter unlocked m when it began to wait
+  cv.notify_one();
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(log.empty());  // waiter 0 waits for m
+  m.unlock();
+  BOOST_TEST(log.empty());  // posted, not resumed inside unlock()
+  ctx.poll();
+  ctx.restart();
+  cv.notify_all();
+  BOOST_TEST(log.size() == 1u);  // not resumed inside notify_all()
+  ctx.run();
+  BOOST_TEST(log == (std::vector<std::string>{"woke 0 holding the lock", "woke 1 holding the lock",
+                                              "woke 2 holding the lock"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_with_the_mutex_unlocked_throws_logic_error) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  coral::condition_variable cv;
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::string> {
+    try {
+      co_await cv.wait(m);
+    } catch (const std::logic_error&) {
+      co_return "logic_error";
+    }
+    co_return "waited";
+  });
+  ctx.run();
+  BOOST_TEST(j.get_result() == "logic_error");
+  BOOST_TEST(m.try_lock());
+}
+
+// A wait that fails (cancelled, timed out, lost its race) locks the mutex again before it throws:
+// while another task holds it, the failed wait does not return.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_wait_that_fails_returns_holding_the_mutex_and_one_that_wins_a_race_too, Place,
+                              every_place) {
+  Place place;
+  coral::async_mutex m;
+  coral::condition_variable cv;
+  coral::event never;
+  coral::job<> notifier;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    auto held = [&] { return m.try_lock() ? (m.unlock(), " without the lock") : " holding the lock"; };
+    co_await m.lock();
+    try {
+      co_await coral::with_timeout(5ms, cv.wait(m));
+      seen.push_back("notified");
+    } catch (const coral::timeout_error&) {
+      seen.push_back(std::string("timeout") + held());
+    }
+    auto r = co_await coral::when_any(cv.wait(m), 5ms);
+    seen.push_back((r.index() == 1 ? "slept" : "notified") + std::string(held()));
+    auto o = co_await (cv.wait(m) || never.wait() || 5ms);
+    seen.push_back((o.index() == 2 ? "slept" : "woke") + std::string(held()));
+    // A notification from another task wins the race for the wait.
+    notifier = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+      co_await m.lock();
+      cv.notify_one();
+      m.unlock();
+    });
+    auto n = co_await coral::when_any(cv.wait(m), never.wait());
+    seen.push_back((n.index() == 0 ? "notified" : "never") + std::string(held()));
+    // Nested: the timeout inside a race.
+    try {
+      co_await coral::when_any(coral::with_timeout(2ms, cv.wait(m)), never.wait());
+      seen.push_back("nested notified");
+    } catch (const coral::timeout_error&) {
+      seen.push_back(std::string("nested") + held());
+    }
+    m.unlock();
+    co_return seen;
+  });
+  BOOST_TEST(
+      get_within(std::move(j)) ==
+          (std::vector<std::string>{"timeout holding the lock", "slept holding the lock", "slept holding the lock",
+                                    "notified holding the lock", "nested holding the lock"}),
+      boost::test_tools::per_element());
+  get_within(std::move(notifier));
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_wait_locks_the_mutex_again_before_it_throws) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  coral::condition_variable cv;
+  std::vector<std::string> log;
+  auto waiter = coral::spawn(ctx, [&]() -> coral::task<> {
+    co_await m.lock();
+    try {
+      co_await cv.wait(m);
+    } catch (const boost::system::system_error& e) {
+      log.push_back(outcome_of(e) + (m.try_lock() ? " without the lock" : " holding the lock"));
+      m.unlock();
+      throw;
+    }
+  });
+  ctx.poll();
+  ctx.restart();
+  BOOST_REQUIRE(m.try_lock());  // someone else holds m when the wait is cancelled
+  waiter.cancel();
+  ctx.poll();
+  ctx.restart();
+  BOOST_TEST(log.empty());  // the cancelled wait waits for m
+  cv.notify_one();          // nobody waits on the condition any more
+  m.unlock();
+  ctx.run();
+  BOOST_TEST(log == (std::vector<std::string>{"aborted holding the lock"}), boost::test_tools::per_element());
+  BOOST_TEST(failure_of(waiter) == asio::error::operation_aborted);
+  BOOST_TEST(m.try_lock());
+  // A task already cancelled fails at once, still holding m.
+  m.unlock();
+  ctx.restart();
+  coral::event never;
+  auto cancelled = coral::spawn(ctx, [&]() -> coral::task<std::string> {
+    co_await m.lock();
+    try {
+      co_await never.wait();  // cancelled here
+    } catch (const boost::system::system_error&) {
+    }
+    std::string outcome = "waited";
+    try {
+      co_await cv.wait(m);
+    } catch (const boost::system::system_error& e) {
+      outcome = outcome_of(e) + (m.try_lock() ? " without the lock" : " holding the lock");
+    }
+    m.unlock();
+    co_return outcome;
+  });
+  ctx.poll();
+  ctx.restart();
+  cancelled.cancel();
+  ctx.run();
+  BOOST_TEST(cancelled.get_result() == "aborted holding the lock");
+  BOOST_TEST(m.try_lock());
+}
+
+// notify_one() and a failing wait meet: the notification is not lost. Of two waiters A and B, A
+// gives up (cancelled, timed out, or beaten in a when_any) at about the moment notify_one() is
+// called: either A was notified (it returns normally, or wins its race; B still waits) or A's
+// wait failed and B was notified.
+BOOST_AUTO_TEST_CASE(a_notification_that_meets_a_failing_wait_goes_to_the_next_waiter) {
+  asio::thread_pool pool(2);
+  std::mt19937 random(11);
+  int a_notified = 0, b_notified = 0;
+  for (int it = 0; it < 600; ++it) {
+    coral::async_mutex m;
+    coral::condition_variable cv;
+    const int mode = it % 3;  // 0: cancelled, 1: with_timeout, 2: when_any with a sleep
+    const bool timed = mode != 0;
+    auto a_started = std::make_shared<std::promise<void>>();
+    auto b_started = std::make_shared<std::promise<void>>();
+    auto waiter = [&, mode](std::shared_ptr<std::promise<void>> started,
+                            std::chrono::microseconds timeout) -> coral::task<bool> {
+      co_await m.lock();
+      started->set_value();  // (m is held: the notifier cannot notify before the wait is queued)
+      bool notified = true;
+      try {
+        if (timeout.count() > 0 && mode == 1) {
+          co_await coral::with_timeout(timeout, cv.wait(m));
+        } else if (timeout.count() > 0) {
+          notified = (co_await coral::when_any(cv.wait(m), timeout)).index() == 0;
+        } else {
+          co_await cv.wait(m);
+        }
+      } catch (const boost::system::system_error&) {
+        notified = false;
+      }
+      m.unlock();
+      co_return notified;
+    };
+    auto a = coral::spawn(asio::make_strand(pool),
+                          waiter(a_started, timed ? std::chrono::microseconds(1 + random() % 200) : 0us));
+    BOOST_REQUIRE(a_started->get_future().wait_for(patience) == std::future_status::ready);
+    auto b = coral::spawn(asio::make_strand(pool), waiter(b_started, 0us));
+    BOOST_REQUIRE(b_started->get_future().wait_for(patience) == std::future_status::ready);
+    // The notifier holds m to notify, as a std::condition_variable user would: both waits are
+    // queued by then (or A's has failed).
+    auto notifier = coral::spawn(asio::make_strand(pool),
+                                 [&, notify_after = std::chrono::microseconds(random() % 200)]() -> coral::task<> {
+                                   co_await coral::sleep_for(notify_after);
+                                   co_await m.lock();
+                                   cv.notify_one();
+                                   m.unlock();
+                                 });
+    if (!timed) a.cancel();
+    const bool a_got_it = get_within(std::move(a));
+    get_within(std::move(notifier));
+    if (a_got_it) {
+      ++a_notified;
+      b.cancel();  // B was not notified: it still waits
+      BOOST_TEST_REQUIRE(!get_within(std::move(b)), "iteration " << it << ": one notify_one() woke two waits");
+    } else {
+      ++b_notified;  // A's wait failed: the notification went to B, which needs no other
+      BOOST_TEST_REQUIRE(get_within(std::move(b)), "iteration " << it << ": the notification was lost");
+    }
+    BOOST_TEST_REQUIRE(m.try_lock());
+  }
+  BOOST_TEST(a_notified + b_notified == 600);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_its_waiting_tasks_and_later_notifies_are_harmless, Context,
+                              owned_contexts) {
+  coral::async_mutex m;
+  coral::condition_variable cv;
+  std::vector<coral::job<>> jobs;
+  {
+    Context ctx;
+    for (int i = 0; i < 4; ++i) {
+      jobs.push_back(coral::spawn(ctx.get_executor(), [&m, &cv]() -> coral::task<> {
+        lifetime l;
+        co_await m.lock();
+        co_await cv.wait(m);
+        m.unlock();
+      }));
+    }
+    ctx.settle();
+    BOOST_TEST(lifetime::alive == 4);
+    BOOST_REQUIRE(m.try_lock());  // they all wait on the condition, not holding m
+    cv.notify_one();              // the first one now waits for m, the others on the condition
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  cv.notify_all();
+  m.unlock();
+  for (auto& j : jobs) BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(m.try_lock());  // nothing was handed to the dead waiters
+}
+
+// The waiter is notified and m handed to it, but its context is destroyed before it resumes: the
+// lock goes on.
+BOOST_AUTO_TEST_CASE(a_lock_handed_to_a_notified_task_destroyed_before_it_resumes_is_handed_on) {
+  coral::async_mutex m;
+  coral::condition_variable cv;
+  coral::job<> j;
+  {
+    asio::io_context ctx(1);
+    j = coral::spawn(ctx, [&m, &cv]() -> coral::task<> {
+      lifetime l;
+      co_await m.lock();
+      co_await cv.wait(m);
+      m.unlock();
+    });
+    ctx.poll();
+    cv.notify_one();  // m is free: the re-lock is granted; the resumption is never run
+    BOOST_TEST(!m.try_lock());
+  }
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+  BOOST_TEST(m.try_lock());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_condition_variable_fails_its_waiters_after_they_lock_the_mutex_again) {
+  asio::io_context ctx(1);
+  coral::async_mutex m;
+  auto cv = std::make_unique<coral::condition_variable>();
+  auto j = coral::spawn(ctx, [&]() -> coral::task<std::string> {
+    co_await m.lock();
+    std::string outcome = "notified";
+    try {
+      co_await cv->wait(m);
+    } catch (const boost::system::system_error& e) {
+      outcome = outcome_of(e) + (m.try_lock() ? " without the lock" : " holding the lock");
+    }
+    m.unlock();
+    co_return outcome;
+  });
+  ctx.poll();
+  ctx.restart();
+  cv.reset();
+  ctx.run();
+  BOOST_TEST(j.get_result() == "aborted holding the lock");
+  BOOST_TEST(m.try_lock());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -93,7 +93,7 @@ class async_mutex : public detail::permit_owner {
 
   // Hands the lock to the first waiting task (posted to its executor), or frees it. Throws
   // std::logic_error if nobody holds it.
-  void unlock() { give_back(1); }
+  void unlock() { give_back(1, "coral::async_mutex: unlock() of a mutex nobody holds"); }
 };
 
 }  // namespace coral

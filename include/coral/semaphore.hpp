@@ -93,7 +93,7 @@ class semaphore : public detail::permit_owner {
 
   // Gives `n` permits: to the first `n` waiting tasks (posted to their executors), the rest to the
   // count.
-  void release(std::size_t n = 1) { give_back(n); }
+  void release(std::size_t n = 1) { give_back(n, "coral::semaphore: release() past the largest count of permits"); }
 
   // Permits available now (0 while tasks wait).
   std::size_t available() const { return permit_owner::available(); }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include "coral/detail/sync_state.hpp"
@@ -20,15 +21,20 @@ inline void throw_if_failed(const boost::system::error_code& error, const char* 
 // co_await of a permit (semaphore::acquire, async_mutex::lock) by a coral task. A permit handed to
 // this waiter belongs to the task once it resumes; if the task never resumes (its execution
 // context shut down between the hand-off and the resumption), the destructor hands the permit on.
-class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
+class permit_awaiter : public task_waiter<permit_state, permit_request> {
  public:
-  permit_awaiter(std::shared_ptr<permit_state> state, const char* what, wait_kind kind) noexcept
-      : task_waiter(std::move(state)), what_(what), kind_(kind) {}
+  // `weight`: how many permits it takes (a shared_mutex's writer: all of them).
+  permit_awaiter(std::shared_ptr<permit_state> state, const char* what, wait_kind kind, std::size_t weight) noexcept
+      : task_waiter(std::move(state)), what_(what), kind_(kind) {
+    this->weight = weight;
+  }
   // Movable only before it is awaited (when_all and the like take awaitables by value).
   permit_awaiter(permit_awaiter&& other) noexcept
-      : task_waiter(std::move(other)), what_(other.what_), kind_(other.kind_) {}
+      : task_waiter(std::move(other)), what_(other.what_), kind_(other.kind_) {
+    this->weight = other.weight;
+  }
   ~permit_awaiter() {
-    if (attempted_ && !this->error) state_->give_back_held(1, state_->last_grant());
+    if (attempted_ && !this->error) state_->give_back_held(this->weight, state_->last_grant());
   }
 
   template <class Promise>
@@ -41,7 +47,8 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
 
   // A select's first pass: takes a permit if one is free (never before a waiting task).
   bool poll(task_segment& waker) {
-    return this->poll_with(waker, [this](permit_state& s, task_segment*) { return attempted_ = s.try_acquire(); });
+    return this->poll_with(waker,
+                           [this](permit_state& s, task_segment*) { return attempted_ = s.try_acquire(this->weight); });
   }
 
   void await_resume() {
@@ -62,30 +69,37 @@ class permit_awaiter : public task_waiter<permit_state, queued_waiter> {
   bool attempted_ = false;  // acquire() ran and its permit has not reached the task yet
 };
 
-// What async_mutex and semaphore are made of: the state of their permits (a mutex is a semaphore of
-// one permit). Their waiting tasks fail with operation_aborted when they go. Public, so that a
-// guard's deleter can reach it from the owner; every member is for the derived class.
+// What async_mutex, semaphore and shared_mutex are made of: the state of their permits (a mutex is
+// a semaphore of one permit; a shared_mutex's writer takes all of them, a reader one). Their
+// waiting tasks fail with operation_aborted when they go. Public, so that a guard's deleter can
+// reach it from the owner; every member is for the derived class.
 class permit_owner {
  public:
   permit_owner(const permit_owner&) = delete;
   permit_owner& operator=(const permit_owner&) = delete;
 
  protected:
-  permit_owner(std::size_t permits, std::size_t limit) : state_(std::make_shared<permit_state>(permits, limit)) {}
+  permit_owner(std::size_t permits, std::size_t limit, bool whole_is_exclusive = false)
+      : state_(std::make_shared<permit_state>(permits, limit, whole_is_exclusive)) {}
   ~permit_owner() { state_->abort_all(); }
 
   template <class Awaiter, class Owner>
-  Awaiter wait_for_permit(Owner& owner, const char* what, wait_kind kind) {
-    return Awaiter(state_, owner, what, kind);
+  Awaiter wait_for_permit(Owner& owner, const char* what, wait_kind kind, std::size_t weight = 1) {
+    return Awaiter(state_, owner, what, kind, weight);
   }
-  bool try_take() { return state_->try_acquire(); }
-  // Throws std::logic_error, and gives nothing back, if that would make more permits than the limit.
-  void give_back(std::size_t n) { state_->give_back(n, nullptr); }
+  bool try_take(std::size_t weight = 1) { return state_->try_acquire(weight); }
+  // Throws std::logic_error(misuse), and gives nothing back, if no holder can be giving them back
+  // (see permit_state::give_back).
+  void give_back(std::size_t n, const char* misuse) {
+    if (!state_->give_back(n, nullptr)) throw std::logic_error(misuse);
+  }
+  std::size_t all_permits() const noexcept { return state_->limit(); }
   std::size_t available() const { return state_->available(); }
 
  private:
   template <class Owner>
   friend class permit_guard;
+  friend class condition_awaiter;
   std::shared_ptr<permit_state> state_;
 };
 
@@ -95,8 +109,9 @@ template <class Owner>
 class permit_guard {
  protected:
   // (Made by the holder, right after it took the permit: the grant it records is its own.)
-  explicit permit_guard(Owner& owner) noexcept
-      : owner_(&owner, giver{static_cast<permit_owner&>(owner).state_->last_grant()}) {}
+  // `weight`: how many permits the hold is.
+  explicit permit_guard(Owner& owner, std::size_t weight = 1) noexcept
+      : owner_(&owner, giver{static_cast<permit_owner&>(owner).state_->last_grant(), weight}) {}
 
   Owner* owner() const noexcept { return owner_.get(); }
   void give_back_now() noexcept { owner_.reset(); }
@@ -109,8 +124,9 @@ class permit_guard {
     // gives nothing, also when another holder has the mutex by then (rather than unlock that
     // holder's lock, or throw from a destructor).
     std::uint64_t grant = 0;
+    std::size_t weight = 1;
     void operator()(Owner* owner) const noexcept {
-      static_cast<permit_owner*>(owner)->state_->give_back_held(1, grant);
+      static_cast<permit_owner*>(owner)->state_->give_back_held(weight, grant);
     }
   };
   std::unique_ptr<Owner, giver> owner_;
@@ -123,7 +139,7 @@ template <class Owner>
 class held_permit : public permit_guard<Owner> {
  public:
   using coral_held_for_task = void;
-  explicit held_permit(Owner& owner) noexcept : permit_guard<Owner>(owner) {}
+  held_permit(Owner& owner, std::size_t weight) noexcept : permit_guard<Owner>(owner, weight) {}
   void hand_to_task() noexcept { static_cast<void>(this->keep_taken()); }
 };
 
@@ -135,14 +151,15 @@ class permit_wait : public permit_awaiter {
  public:
   using coral_join_result = held_permit<Owner>;
 
-  permit_wait(std::shared_ptr<permit_state> state, Owner& owner, const char* what, wait_kind kind) noexcept
-      : permit_awaiter(std::move(state), what, kind), owner_(&owner) {}
+  permit_wait(std::shared_ptr<permit_state> state, Owner& owner, const char* what, wait_kind kind,
+              std::size_t weight) noexcept
+      : permit_awaiter(std::move(state), what, kind, weight), owner_(&owner) {}
 
   void await_resume() { permit_awaiter::await_resume(); }
 
   held_permit<Owner> coral_join_resume() {
     permit_awaiter::await_resume();
-    return held_permit<Owner>(*owner_);
+    return held_permit<Owner>(*owner_, this->weight);
   }
 
  private:
@@ -154,8 +171,9 @@ class permit_wait : public permit_awaiter {
 template <class Guard, class Owner>
 class scoped_permit_wait : public permit_awaiter {
  public:
-  scoped_permit_wait(std::shared_ptr<permit_state> state, Owner& owner, const char* what, wait_kind kind) noexcept
-      : permit_awaiter(std::move(state), what, kind), owner_(&owner) {}
+  scoped_permit_wait(std::shared_ptr<permit_state> state, Owner& owner, const char* what, wait_kind kind,
+                     std::size_t weight) noexcept
+      : permit_awaiter(std::move(state), what, kind, weight), owner_(&owner) {}
 
   [[nodiscard]] Guard await_resume() {
     permit_awaiter::await_resume();
@@ -164,6 +182,94 @@ class scoped_permit_wait : public permit_awaiter {
 
  private:
   Owner* owner_;
+};
+
+// co_await cv.wait(m) by a coral task that holds m in the std style: queues the task on the
+// condition, then unlocks m (in that order: a notify by whoever locks m next finds the task
+// waiting); once the wait on the condition is over (notified, cancelled, beaten in its race, the
+// condition destroyed), locks m again before the task resumes, so the task resumes holding m
+// whatever the outcome. The re-lock is a second wait, in m's queue, which cancellation does not
+// reach (it is part of ending the wait) and no race claims.
+class condition_awaiter : public task_waiter<condition_state, queued_waiter> {
+ public:
+  condition_awaiter(std::shared_ptr<condition_state> state, permit_owner& mutex, const char* what) noexcept
+      : task_waiter(std::move(state)), mutex_(mutex.state_), what_(what) {
+    relock_.awaiter = this;
+  }
+  // Movable only before it is awaited (when_all and the like take awaitables by value).
+  condition_awaiter(condition_awaiter&& other) noexcept
+      : task_waiter(std::move(other)), mutex_(std::move(other.mutex_)), what_(other.what_) {
+    relock_.awaiter = this;
+  }
+  ~condition_awaiter() {
+    // (The task is destroyed between the re-lock and its resumption: the lock is handed on.)
+    if (relock_attempted_ && !relock_.error) mutex_->give_back_held(1, mutex_->last_grant());
+  }
+
+  static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::condition_wait; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> coroutine) {
+    // (Checked before the task is queued: once it is, a notify may take it.)
+    if (mutex_->available() != 0)
+      throw std::logic_error("coral::condition_variable: wait() while its mutex is unlocked");
+    return this->suspend_on(coroutine, [this](condition_state& s, task_segment*) {
+      s.wait(*this);
+      // (False only if something else unlocked m meanwhile, which is that code's misuse.)
+      static_cast<void>(mutex_->give_back(1, nullptr));
+      return false;
+    });
+  }
+
+  // The task holds m again: throws what ended the wait on the condition, if that failed.
+  void await_resume() {
+    this->finish();
+    relock_attempted_ = false;  // the lock is the task's again
+    throw_if_failed(relock_.error, "coral::condition_variable: wait (its mutex was destroyed)");
+    throw_if_failed(this->error, what_);
+  }
+
+  // For a branch of a race, instead of await_resume(): true, with the wait finished (and m locked
+  // again), if the wait lost its race or was cancelled; it consumed no notification.
+  bool lost_race() noexcept {
+    if (relock_.error || !this->finish_if_aborted()) return false;
+    relock_attempted_ = false;
+    return true;
+  }
+
+  // The wait on the condition is over: locks m again, and resumes the task once it holds it.
+  void wake(task_segment* waker) noexcept override {
+    context_gate* claimed = std::exchange(this->pass, nullptr);
+    if (!claimed) {
+      // (Ended by a cancellation, which claims no pass: one is taken here, so that the shutdown of
+      // the task's context waits until the re-lock is queued, where it can find it.)
+      if (!this->gate->enter()) return this->let_go_task();
+      claimed = this->gate;
+    }
+    relock_.gate = this->gate;
+    relock_attempted_ = true;
+    if (mutex_->acquire(relock_)) return this->resume_task(waker, claimed);
+    claimed->leave();  // (the task may be resumed by now: nothing here may touch it)
+  }
+
+  void abandon() noexcept override {
+    // (Queued on the condition, or for the re-lock; if neither, a wake-up holds a pass and the
+    // shutdown only comes once it has queued the re-lock or posted the task.)
+    if (state_->cancel(*this) || mutex_->cancel(relock_)) this->let_go_task();
+  }
+
+ private:
+  struct relock_request final : permit_request {
+    condition_awaiter* awaiter = nullptr;
+    void wake(task_segment* waker) noexcept override {
+      awaiter->resume_task(waker, std::exchange(this->pass, nullptr));
+    }
+  };
+
+  std::shared_ptr<permit_state> mutex_;
+  const char* what_;
+  relock_request relock_;
+  bool relock_attempted_ = false;  // the re-lock was asked for and has not reached the task yet
 };
 
 // co_await event.wait() / latch.wait() / barrier.arrive_and_wait() by a coral task: waits until

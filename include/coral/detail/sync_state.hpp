@@ -68,77 +68,99 @@ class sync_state {
   waiter_queue<queued_waiter> waiters_;
 };
 
-// A count of permits and the tasks waiting for one, served first come, first served: the state of
-// a semaphore, and of an async_mutex (one permit).
+// A request for permits waiting in a permit_state: how many it takes at once.
+struct permit_request : queued_waiter {
+  std::size_t weight = 1;
+
+ protected:
+  ~permit_request() = default;
+};
+
+// A count of permits and the tasks waiting for some, served first come, first served: the state of
+// a semaphore, of an async_mutex (one permit), and of a shared_mutex (a reader takes one permit, a
+// writer every one of them). A request that does not fit holds back every request behind it, so a
+// waiting writer holds back the readers that come after it.
 class permit_state : public sync_state {
  public:
-  // `limit`: the most permits there can be (a mutex: 1); giving back more is a logic error.
-  permit_state(std::size_t permits, std::size_t limit) noexcept : permits_(permits), limit_(limit) {}
+  // `limit`: the most permits there can be (a mutex: 1). `whole_is_exclusive`: a hold of all `limit`
+  // permits is one holder's (a shared_mutex's writer), which a give-back of fewer cannot be part of.
+  permit_state(std::size_t permits, std::size_t limit, bool whole_is_exclusive = false) noexcept
+      : permits_(permits), limit_(limit), whole_is_exclusive_(whole_is_exclusive) {}
 
-  // Takes a permit at once (true) or queues `w` (false) until give_back() hands it one. True with
-  // w.error set to operation_aborted: `w`'s race was already won by another branch.
-  bool acquire(queued_waiter& w) {
+  // Takes `w.weight` permits at once (true) or queues `w` (false) until a give-back hands them to
+  // it. True with w.error set to operation_aborted: `w`'s race was already won by another branch.
+  bool acquire(permit_request& w) {
     std::lock_guard lock(mutex_);
-    if (permits_ > 0) {
+    if (waiters_.empty() && permits_ >= w.weight) {
       if (!w.ticket.claim()) {
         w.error = asio::error::operation_aborted;
         return true;
       }
-      --permits_;
-      grants_.fetch_add(1, std::memory_order_relaxed);
+      take(w.weight);
       return true;
     }
     waiters_.push_back(w);
     return false;
   }
 
-  bool try_acquire() {
+  // Takes `weight` permits if they are free and nobody waits (never before a waiting task).
+  bool try_acquire(std::size_t weight = 1) {
     std::lock_guard lock(mutex_);
-    if (permits_ == 0) return false;
-    --permits_;
-    grants_.fetch_add(1, std::memory_order_relaxed);
+    if (!waiters_.empty() || permits_ < weight) return false;
+    take(weight);
     return true;
   }
 
-  // Hands `n` permits to the first `n` waiters that may take them (each is unlinked, so its
-  // cancellation can no longer win), the rest to the count; then wakes those waiters, in order,
-  // with no lock held. Permits beyond the limit (an unlock() of a mutex nobody holds) throw
-  // std::logic_error and change nothing: they would make a second holder.
-  void give_back(std::size_t n, task_segment* waker) {
+  // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
+  // The requests it held back that now fit are granted.
+  bool cancel(queued_waiter& w) {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (n > limit_ - permits_)
-        throw std::logic_error(limit_ == 1 ? "coral::async_mutex: unlock() of a mutex nobody holds"
-                                           : "coral::semaphore: release() past the largest count of permits");
-      const std::size_t given = n;
-      granted = take_winners(n, waker, losers);
-      grants_.fetch_add(given - n, std::memory_order_relaxed);
-      permits_ += n;  // what no waiter took
+      if (!w.linked) return false;
+      waiters_.remove(w);
+      w.error = asio::error::operation_aborted;
+      granted = grant_waiting(nullptr, losers);
+    }
+    wake_taken(granted, losers, nullptr);
+    return true;
+  }
+
+  // Gives back `n` permits by hand (unlock(), release()): the first waiting requests that fit take
+  // them (each is unlinked, so its cancellation can no longer win), the rest go to the count; then
+  // those waiters are woken, in order, with no lock held. False, with nothing changed, if no
+  // holder can be giving them back: permits beyond the limit (an unlock() of a mutex nobody
+  // holds), or a part of an exclusive hold (unlock_shared() while a writer holds).
+  bool give_back(std::size_t n, task_segment* waker) {
+    queued_waiter *granted, *losers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (n > limit_ - permits_ || (whole_is_exclusive_ && permits_ == 0 && n < limit_)) return false;
+      permits_ += n;
+      granted = grant_waiting(waker, losers);
     }
     wake_taken(granted, losers, waker);
+    return true;
   }
 
   // Gives back permits that were held (a guard's, a handed-over one nobody resumed to take): never
-  // throws. `grant`: for a mutex, which grant the lock was (last_grant() when it was taken): one
-  // given back by hand already gives nothing, whoever holds the mutex now. A semaphore's count
-  // stays at most at its limit.
+  // throws. `grant`: for an exclusive hold (all `limit` permits: a mutex's lock, a writer's), which
+  // grant it was (last_grant() when it was taken): one given back by hand already gives nothing,
+  // whoever holds it now. A shared hold gives nothing while a writer holds (it was given back by
+  // hand already), and the count stays at most at its limit.
   void give_back_held(std::size_t n, std::uint64_t grant) noexcept {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (limit_ == 1 && (permits_ != 0 || grant != last_grant())) return;
-      n = std::min(n, limit_ - permits_);
-      const std::size_t given = n;
-      granted = take_winners(n, nullptr, losers);
-      grants_.fetch_add(given - n, std::memory_order_relaxed);
-      permits_ += n;
+      if (n == limit_ ? permits_ != 0 || grant != last_grant() : whole_is_exclusive_ && permits_ == 0) return;
+      permits_ += std::min(n, limit_ - permits_);
+      granted = grant_waiting(nullptr, losers);
     }
     wake_taken(granted, losers, nullptr);
   }
 
-  // How many permits were ever granted: for a mutex, the lock its holder has (it changes only
-  // when the lock goes to someone else).
+  // How many requests were ever granted: for an exclusive hold, the one its holder has (it changes
+  // only when the hold goes to someone else).
   // (Read without the lock by the holder, which its grant happened before.)
   std::uint64_t last_grant() const noexcept { return grants_.load(std::memory_order_relaxed); }
 
@@ -147,12 +169,36 @@ class permit_state : public sync_state {
     return permits_;
   }
 
+  std::size_t limit() const noexcept { return limit_; }
+
  private:
-  // Permits nobody holds. Invariant: if it is above zero, no task waits (a permit given back goes to
-  // a waiter first), so try_acquire() never overtakes a waiter; but those whose context is
+  void take(std::size_t weight) noexcept {
+    permits_ -= weight;
+    grants_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Under the lock: unlinks the requests from the front that fit in the free permits and whose
+  // race, if any, this grant wins (those whose race another branch won go to `losers`).
+  queued_waiter* grant_waiting(task_segment* waker, queued_waiter*& losers) noexcept {
+    // (A waiter whose context is shutting down stays for the shutdown to take out.)
+    return waiters_.take_front_while(
+        waker, losers, [this](queued_waiter& w) noexcept { return weight_of(w) <= permits_; },
+        [this](queued_waiter& w) noexcept {
+          if (!w.ticket.claim()) return false;
+          take(weight_of(w));
+          return true;
+        });
+  }
+
+  // (Every waiter of a permit_state is a permit_request.)
+  static std::size_t weight_of(queued_waiter& w) noexcept { return static_cast<permit_request&>(w).weight; }
+
+  // Permits nobody holds. Invariant: the first waiting request does not fit in them (a give-back
+  // goes to waiters first), so try_acquire() never overtakes a waiter; but those whose context is
   // shutting down, which the shutdown takes out.
   std::size_t permits_;
   const std::size_t limit_;
+  const bool whole_is_exclusive_;
   std::atomic<std::uint64_t> grants_{0};  // (changed under the lock)
 };
 
@@ -197,6 +243,27 @@ class event_state : public sync_state {
   // Invariant: while it is true, no task waits (set() wakes them all; wait() does not queue),
   // but those whose context is shutting down, which the shutdown takes out.
   bool set_ = false;
+};
+
+// The tasks waiting on a condition_variable: a notification wakes the first of them whose race,
+// if any, it wins (one whose race another branch won is skipped, and fails with
+// operation_aborted: a notification is never spent on a wait that lost).
+class condition_state : public sync_state {
+ public:
+  void wait(queued_waiter& w) {
+    std::lock_guard lock(mutex_);
+    waiters_.push_back(w);
+  }
+
+  // Wakes up to `n` waiters, in order, with no lock held.
+  void notify(std::size_t n) {
+    queued_waiter *woken, *losers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      woken = take_winners(n, nullptr, losers);
+    }
+    wake_taken(woken, losers, nullptr);
+  }
 };
 
 // A count that only goes down, and the tasks waiting for it to reach zero: the state of a latch.

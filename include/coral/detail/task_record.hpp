@@ -90,9 +90,14 @@ enum class wait_kind : std::uint8_t {
   mutex_lock,       // (detail: the mutex's address)
   semaphore_acquire,
   event_wait,
-  latch_wait,       // (detail: the latch's address)
-  barrier_wait,     // (detail: the barrier's address)
-  watch_changed,    // (detail: the watch's address)
+  latch_wait,     // (detail: the latch's address)
+  barrier_wait,   // (detail: the barrier's address)
+  watch_changed,  // (detail: the watch's address)
+  // A shared_mutex's writer, its reader, and a condition_variable's wait (the re-lock of its
+  // mutex included); the detail is the primitive's address.
+  shared_mutex_lock,
+  shared_mutex_lock_shared,
+  condition_wait,
   future,           // as_awaiter(std::future)
   awaiter,          // an awaiter<R>
   async_generator,  // the next value of an async_generator

@@ -108,9 +108,7 @@ class task_waiter : public Waiter, public external_wait {
   void enter_race(race_ticket t) noexcept { this->ticket = t; }
 
   void wake(task_segment* waker) noexcept override {
-    context_gate* claimed = std::exchange(this->pass, nullptr);  // (this object may go with the task)
-    task_.resume_from(waker, claimed != nullptr);
-    if (claimed) claimed->leave();
+    resume_task(waker, std::exchange(this->pass, nullptr));  // (this object may go with the task)
   }
 
   void abandon() noexcept override {
@@ -153,6 +151,17 @@ class task_waiter : public Waiter, public external_wait {
     polled_ = operation(*state_, &waker);
     return polled_;
   }
+
+  // Resumes the task (see suspended_task::resume_from), then leaves `claimed`, the pass its waker
+  // claimed on the task's gate, if any. Nothing may touch this object afterwards.
+  void resume_task(task_segment* waker, context_gate* claimed) noexcept {
+    task_.resume_from(waker, claimed != nullptr);
+    if (claimed) claimed->leave();
+  }
+
+  // Lets go of the task without resuming it (its wait was abandoned). May destroy the frame that
+  // holds this object.
+  void let_go_task() noexcept { task_.let_go(); }
 
   // On the task's executor, once the operation is complete (waited for, or polled).
   void finish() noexcept {

@@ -50,20 +50,32 @@ class waiter_queue {
   // unlinked onto `losers` (linked through `next`) instead, and does not count.
   template <class Waker, class Wins>
   Waiter* take_front(std::size_t& n, Waker* waker, Waiter*& losers, Wins wins) noexcept {
+    return take_front_while(
+        waker, losers, [&](Waiter&) noexcept { return n > 0; },
+        [&](Waiter& w) noexcept {
+          if (!wins(w)) return false;
+          --n;
+          return true;
+        });
+  }
+  // The general form: walks the queue from the front while `fits(next)` holds (a waiter that does
+  // not fit stops the walk: those behind it wait their turn), unlinking each that `waker` may wake;
+  // `takes(w)` then says whether it is taken (and accounts for it) or lost its race (`losers`).
+  template <class Waker, class Fits, class Takes>
+  Waiter* take_front_while(Waker* waker, Waiter*& losers, Fits fits, Takes takes) noexcept {
     waiter_node* taken = nullptr;
     waiter_node** tail = &taken;
-    for (Waiter* w = first(); w && n > 0;) {
+    for (Waiter* w = first(); w && fits(*w);) {
       Waiter& candidate = *std::exchange(w, static_cast<Waiter*>(w->next));
       if (!candidate.claim_for_wake(waker)) continue;
       remove(candidate);
-      if (!wins(candidate)) {
+      if (!takes(candidate)) {
         candidate.next = losers;
         losers = &candidate;
         continue;
       }
       *tail = &candidate;
       tail = &candidate.next;
-      --n;
     }
     return static_cast<Waiter*>(taken);
   }
