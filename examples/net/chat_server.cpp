@@ -16,28 +16,38 @@ using namespace net_demo::chat_demo;
 int main(int argc, char* argv[]) {
   // chat_server's own options are taken out before the common ones are parsed.
   chat_options chat;
+  static constexpr char usage[] =
+      "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--grace-ms N] "
+      "[--backlog-bytes N] [--write-timeout-ms N] [--line-timeout-ms N] [--max-connections N]";
   std::vector<char*> common{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string_view name = argv[i];
-    if (name == "--backlog-bytes" && i + 1 < argc) {
-      // (At least what the longest line costs: a smaller cap would drop every client on one line.)
-      chat.backlog_limit = std::max<std::size_t>(longest_line_cost, std::strtoull(argv[++i], nullptr, 10));
-    } else if (name == "--idle-timeout-ms") {
+    if (name == "--idle-timeout-ms") {
       // (server.hpp's option, which the other demos use.)
       std::fprintf(stderr, "chat_server: a client that only listens is not idle; there is no --idle-timeout-ms\n");
       return 2;
-    } else if (name == "--write-timeout-ms" && i + 1 < argc) {
-      chat.write_timeout = std::chrono::milliseconds(std::max(1ul, std::strtoul(argv[++i], nullptr, 10)));
-    } else if (name == "--line-timeout-ms" && i + 1 < argc) {
-      chat.line_timeout = std::chrono::milliseconds(std::max(1ul, std::strtoul(argv[++i], nullptr, 10)));
+    }
+    if ((name == "--backlog-bytes" || name == "--write-timeout-ms" || name == "--line-timeout-ms") && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long long value = std::strtoull(argv[++i], &end, 10);
+      if (*argv[i] == '\0' || *end != '\0' || *argv[i] == '-') {
+        std::fprintf(stderr, "bad option: %s %s\nusage: %s [--bind ADDRESS] %s\n", argv[i - 1], argv[i], argv[0],
+                     usage);
+        return 2;
+      }
+      if (name == "--backlog-bytes") {
+        // (At least what the longest line costs: a smaller cap would drop every client on one line.)
+        chat.backlog_limit = std::max<std::size_t>(longest_line_cost, value);
+      } else if (name == "--write-timeout-ms") {
+        chat.write_timeout = std::chrono::milliseconds(std::max(1ull, value));
+      } else {
+        chat.line_timeout = std::chrono::milliseconds(std::max(1ull, value));
+      }
     } else {
       common.push_back(argv[i]);
     }
   }
-  const options o =
-      parse_options(static_cast<int>(common.size()), common.data(),
-                    "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--grace-ms N] "
-                    "[--backlog-bytes N] [--write-timeout-ms N] [--line-timeout-ms N] [--max-connections N]");
+  const options o = parse_options(static_cast<int>(common.size()), common.data(), usage);
   shutdown_signal stopping;
   room r;
   return run(o, stopping, line_refusal,

@@ -114,7 +114,9 @@ coral::task<> reader(Socket& socket, room& r, coral::event& stopping, std::chron
   std::string buffer;
   auto line_began = std::chrono::steady_clock::now();
   for (;;) {
-    std::size_t n = buffer.find('\n') + 1;  // (one read may take several lines)
+    // Every complete line a read brought goes to the room as one message (one buffer, one entry in
+    // each backlog): a burst of short lines costs the listeners what its bytes cost.
+    std::size_t n = buffer.rfind('\n') + 1;
     if (n == 0) {
       // Idle (nothing buffered): the first phase of a shutdown ends the session here, having
       // taken nothing from the socket. A line's clock starts with its first byte.
@@ -124,7 +126,8 @@ coral::task<> reader(Socket& socket, room& r, coral::event& stopping, std::chron
       }
       // A line over max_line fails with asio::error::not_found, one not complete in time with
       // coral::timeout_error: either ends the session.
-      n = co_await coral::with_deadline(line_began + line_timeout, read_line(socket, buffer));
+      co_await coral::with_deadline(line_began + line_timeout, read_line(socket, buffer));
+      n = buffer.rfind('\n') + 1;
     }
     r.deliver(buffer.substr(0, n));
     buffer.erase(0, n);
@@ -172,6 +175,12 @@ coral::task<> session(Socket socket, room& r, coral::event& stopping, const chat
   try {
     co_await coral::when_any(reader(socket, r, stopping, o.line_timeout), writer(socket, *me, o.write_timeout),
                              until_set(me->kicked));
+    if (me->dropped) {
+      // (It fell behind or does not read: what the kernel still holds for it goes too.)
+      reset_on_close(socket);
+      boost::system::error_code ignored;
+      socket.close(ignored);
+    }
   } catch (const boost::system::system_error& e) {
     r.leave(me);
     if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase

@@ -727,7 +727,9 @@ coral::task<> session(Socket socket, server_context& server, routes served = rou
     // reset the connection before the client has read the last response.
     if (buffer.size() > 0 || arrived(socket)) co_await linger(socket, server);
   } catch (const coral::timeout_error&) {
-    // idle for too long, or a response the client does not read: close
+    // Idle for too long, or a response the client does not read: close (a reset, for the latter).
+    boost::system::error_code ignored;
+    socket.close(ignored);
   } catch (const boost::system::system_error& e) {
     if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
     // the client went away (end of stream, reset): only this session is affected

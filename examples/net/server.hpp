@@ -244,11 +244,27 @@ coral::task<std::size_t> write_some(Socket& socket, Buffers buffers) {
 
 // Writes all of `buffers`, as long as the client takes some of them: each write that the socket
 // accepts something of starts the clock again, so a client that reads, however slowly, is never
+// Makes the socket's close a reset (SO_LINGER 0), for a client that does not read: what the
+// kernel still holds to send it (up to its send buffer, megabytes on loopback) is freed when the
+// session closes it, rather than kept until the client reads it or goes away (nginx's
+// reset_timedout_connection). The session must close() the socket itself: a socket's destructor
+// turns SO_LINGER off again (Asio's rule, so that no destructor blocks).
+template <class Socket>
+void reset_on_close(Socket& socket) {
+  boost::system::error_code ignored;
+  socket.set_option(asio::socket_base::linger(true, 0), ignored);
+}
+
 // dropped for it; one whose socket accepts nothing for `limit` is (coral::timeout_error).
 template <class Socket, class Buffers>
 coral::task<> write_making_progress(Socket& socket, const Buffers& buffers, std::chrono::milliseconds limit) {
   boost::beast::buffers_suffix<Buffers> rest(buffers);
-  while (asio::buffer_size(rest) > 0) rest.consume(co_await coral::with_timeout(limit, write_some(socket, rest)));
+  try {
+    while (asio::buffer_size(rest) > 0) rest.consume(co_await coral::with_timeout(limit, write_some(socket, rest)));
+  } catch (const coral::timeout_error&) {
+    reset_on_close(socket);
+    throw;
+  }
 }
 
 // Reads and drops what the client sends until it ends, or `limit` bytes.
@@ -344,24 +360,31 @@ inline coral::task<> refuse_connection(tcp::socket socket, std::string_view refu
 
 // The slots serve() hands out: made before the io_context(s) the sessions run on, since a slot is
 // given back when its task's callable is destroyed, which may come after serve() has returned.
+// The private listener's sessions have slots of their own, so that a public port that is full
+// does not shut the operator out.
+inline constexpr std::size_t private_connections = 16;
 struct connection_slots {
-  explicit connection_slots(std::size_t max_connections) : sessions(max_connections), refusals(refusals_at_once) {}
-  coral::semaphore sessions;  // one per session, from its accept until its task has ended
-  coral::semaphore refusals;  // one per connection being refused
+  explicit connection_slots(std::size_t max_connections)
+      : sessions(max_connections), private_sessions(private_connections), refusals(refusals_at_once) {}
+  coral::semaphore sessions;          // one per session, from its accept until its task has ended
+  coral::semaphore private_sessions;  // the same, for the private listener's
+  coral::semaphore refusals;          // one per connection being refused
 };
 
 // The server's life: accepts, with `session(socket)` returning each connection's task (spawned
 // into the session group, on the socket's executor), and `private_session(socket)` each one of the
-// private listener's, until a signal; then the two phases above. A session (of either listener)
-// holds one of the o.max_connections slots from its accept until its task has ended, however it
-// ends; a connection accepted when none is free gets `refusal` (refuse_connection).
+// private listener's, until a signal; then the two phases above. A session holds one of the
+// o.max_connections slots (one of the private_connections, for the private listener's) from its
+// accept until its task has ended, however it ends; a connection accepted when none is free gets
+// `refusal` (refuse_connection).
 template <class Session, class PrivateSession = std::nullptr_t>
 coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, connection_slots& slots,
                     std::string_view refusal, Session session,
                     [[maybe_unused]] PrivateSession private_session = nullptr) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
-  auto accept_loop = [&](tcp::acceptor& acceptor, auto& session) -> coral::task<> {
+  auto accept_loop = [&](tcp::acceptor& acceptor, auto& session, coral::semaphore& free_slots,
+                         std::size_t slot_count) -> coral::task<> {
     long failed = 0;   // accepts that failed for want of resources, since the last that did not
     long refused = 0;  // connections refused for want of a slot, since the last one served
     for (;;) {
@@ -383,8 +406,8 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, co
       }
       if (error) continue;  // (a connection reset before it was accepted)
       auto where = socket.get_executor();
-      if (!slots.sessions.try_acquire()) {
-        if (refused++ == 0) std::fprintf(stderr, "accept: %zu connections: refusing more\n", o.max_connections);
+      if (!free_slots.try_acquire()) {
+        if (refused++ == 0) std::fprintf(stderr, "accept: %zu connections: refusing more\n", slot_count);
         if (slots.refusals.try_acquire()) {
           sessions.spawn(where, [refusal, s = std::move(socket),
                                  slot = coral::semaphore_permit(slots.refusals, std::adopt_lock)]() mutable {
@@ -398,7 +421,7 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, co
         refused = 0;
       }
       sessions.spawn(where, [&session, s = std::move(socket),
-                             slot = coral::semaphore_permit(slots.sessions, std::adopt_lock)]() mutable {
+                             slot = coral::semaphore_permit(free_slots, std::adopt_lock)]() mutable {
         return session(std::move(s));
       });
     }
@@ -406,9 +429,11 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, co
   // Each acceptor's loop on the acceptor's own context.
   auto accepting = [&]() -> coral::task<> {
     coral::task_group loops(executor);
-    for (auto& acceptor : l.acceptors) loops.spawn(acceptor.get_executor(), accept_loop(acceptor, session));
+    for (auto& acceptor : l.acceptors)
+      loops.spawn(acceptor.get_executor(), accept_loop(acceptor, session, slots.sessions, o.max_connections));
     if constexpr (!std::is_same_v<PrivateSession, std::nullptr_t>) {
-      loops.spawn(l.private_acceptor->get_executor(), accept_loop(*l.private_acceptor, private_session));
+      loops.spawn(l.private_acceptor->get_executor(),
+                  accept_loop(*l.private_acceptor, private_session, slots.private_sessions, private_connections));
     }
     co_await loops.join();
   };
