@@ -146,18 +146,25 @@ class server_process {
   bool ended_ = false;
 };
 
+// A client socket connecting to `endpoint`: connected, or with the connect's failure in `error`.
 // `receive_buffer`: the client's socket receive buffer, if given (a small one makes a client that
 // does not read stall the server's writes soon).
-inline tcp::socket connect_to(const tcp::endpoint& endpoint, std::optional<int> receive_buffer = std::nullopt) {
+inline tcp::socket try_connect(const tcp::endpoint& endpoint, boost::system::error_code& error,
+                               std::optional<int> receive_buffer = std::nullopt) {
   tcp::socket socket(io, endpoint.protocol());
   if (receive_buffer) socket.set_option(asio::socket_base::receive_buffer_size(*receive_buffer));
   bool done = false;
-  boost::system::error_code error;
   socket.async_connect(endpoint, [&](boost::system::error_code e) {
     error = e;
     done = true;
   });
   run_until(done, "connect");
+  return socket;
+}
+
+inline tcp::socket connect_to(const tcp::endpoint& endpoint, std::optional<int> receive_buffer = std::nullopt) {
+  boost::system::error_code error;
+  tcp::socket socket = try_connect(endpoint, error, receive_buffer);
   BOOST_REQUIRE_MESSAGE(!error, "connect: " << error.message());
   return socket;
 }

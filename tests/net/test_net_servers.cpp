@@ -28,14 +28,8 @@ std::vector<std::string> arguments(std::vector<std::string> more = {}) {
 
 // The error of a connect to `endpoint` (none: it was accepted).
 boost::system::error_code connect_error(const tcp::endpoint& endpoint) {
-  tcp::socket socket(io, endpoint.protocol());
-  bool done = false;
   boost::system::error_code error;
-  socket.async_connect(endpoint, [&](boost::system::error_code e) {
-    error = e;
-    done = true;
-  });
-  run_until(done, "connect");
+  try_connect(endpoint, error);
   return error;
 }
 

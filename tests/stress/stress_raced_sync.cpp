@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE coral raced lock stress
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/test/unit_test.hpp>
@@ -145,8 +146,9 @@ BOOST_AUTO_TEST_CASE(raced_locks_permits_and_event_waits_take_nothing_when_they_
     std::mt19937 rng(7);
     for (unsigned k = 0; k < 40; ++k) {
       auto victim = coral::spawn(executors[k % executors.size()], race(w, 100 + k, rounds));
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
-      victim.cancel();
+      // (Cancelled from a timer of its own, at a random moment: no thread of the test sleeps.)
+      asio::steady_timer at(io.get_executor(), std::chrono::microseconds(rng() % 3000));
+      at.async_wait([victim](boost::system::error_code) mutable { victim.cancel(); });
       BOOST_REQUIRE(victim.wait_for(patience));
     }
     for (auto& j : workers) BOOST_REQUIRE(j.wait_for(workload_patience));
