@@ -813,15 +813,65 @@ BOOST_AUTO_TEST_CASE(a_receive_whose_copy_throws_fails_with_it_and_took_nothing)
   });
   ctx.poll();
   ctx.restart();
+  BOOST_TEST(b.try_send(fragile(2)));  // sent: buffered for both; the waiting receive copies it as it resumes
   fragile::copies_fail = true;
-  BOOST_TEST(b.try_send(fragile(2)));  // sent: buffered for both
-  fragile::copies_fail = false;
   ctx.run();
+  fragile::copies_fail = false;
   BOOST_TEST(waited == "copy failed");
   BOOST_TEST(a.try_receive().value().value == 2);
   BOOST_TEST(other.try_receive().value().value == 1);
   BOOST_TEST(other.try_receive().value().value == 2);
   BOOST_TEST(b.size() == 0u);
+}
+
+// No code of T runs under the channel's lock: a value that holds a subscription to its own
+// channel (its destructor unsubscribes) and whose copies read the channel neither deadlocks nor
+// upsets it, when the channel drops it, hands it on, or is destroyed with it buffered.
+struct uses_its_channel {
+  coral::broadcast_channel<std::shared_ptr<uses_its_channel>>* channel = nullptr;
+  std::optional<coral::broadcast_subscriber<std::shared_ptr<uses_its_channel>>> subscription;
+  std::shared_ptr<int> destroyed;
+  ~uses_its_channel() {
+    ++*destroyed;
+    if (channel) *destroyed += static_cast<int>(channel->size() > 100);  // (reads the channel)
+  }
+};
+
+BOOST_AUTO_TEST_CASE(a_value_whose_destructor_uses_the_channel_neither_deadlocks_nor_upsets_it) {
+  asio::io_context ctx(1);
+  auto destroyed = std::make_shared<int>(0);
+  {
+    coral::broadcast_channel<std::shared_ptr<uses_its_channel>> b(1, coral::overflow::drop_oldest);
+    auto make = [&](bool subscribed) {
+      auto v = std::make_shared<uses_its_channel>();
+      v->destroyed = destroyed;
+      if (subscribed) {
+        v->channel = &b;
+        v->subscription.emplace(b.subscribe());
+      }
+      return v;
+    };
+    auto keep = b.subscribe();
+    auto j = coral::spawn(ctx, [&]() -> coral::task<int> {
+      co_await b.send(make(true));  // only the buffer holds it
+      co_await b.send(make(true));  // drops the first: its destructor unsubscribes and reads b
+      int lagged = 0;
+      try {
+        co_await keep.receive();
+      } catch (const coral::lagged& e) {
+        lagged = static_cast<int>(e.missed());
+      }
+      auto second = co_await keep.receive();  // the last holder: b lets go of it
+      second.reset();
+      co_await b.send(make(false));  // drops the second; stays buffered until b goes
+      co_return lagged;
+    });
+    ctx.run();
+    BOOST_TEST(get_within(std::move(j)) == 1);
+    BOOST_TEST(*destroyed == 2);
+    BOOST_TEST(b.subscriber_count() == 1u);  // keep: the values' own subscriptions went with them
+  }
+  BOOST_TEST(*destroyed == 3);
 }
 
 BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {

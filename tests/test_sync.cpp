@@ -266,6 +266,111 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_that_drops_a_std_style_lock_or_permit_gives
   BOOST_TEST(s.available() == 1u);
 }
 
+// A join inside a join (nested when_all / when_any, chained operators, a timeout around a join)
+// keeps what its branches took until the outermost join hands it to the task, or gives it back.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_inside_a_join_gives_back_what_the_outer_join_drops, Place, every_place) {
+  Place place;
+  coral::async_mutex m;
+  coral::shared_mutex rw;
+  coral::semaphore s(2);
+  coral::event never;
+  auto fails = []() -> coral::task<> {
+    co_await coral::yield();
+    throw std::runtime_error("failed");
+  };
+  auto one = []() -> coral::task<int> { co_return 1; };
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    int failures = 0;
+    auto count_failure = [&](auto awaitable) -> coral::task<> {
+      try {
+        co_await std::move(awaitable);
+      } catch (const std::runtime_error&) {
+        ++failures;
+      }
+    };
+    co_await count_failure(coral::when_all(coral::when_all(rw.lock_shared(), one()), fails()));
+    co_await count_failure(coral::when_all(coral::when_any(rw.lock(), never.wait()), fails()));
+    co_await count_failure((m.lock() || never.wait()) && fails());
+    co_await count_failure((m.lock() && one()) && fails());
+    co_await count_failure((s.acquire() && s.acquire()) && fails());
+    co_await count_failure(coral::when_all(coral::when_all(s.acquire(), s.acquire()), fails()));
+    co_await count_failure(coral::when_any(coral::when_all(m.lock(), fails()), never.wait()));
+    co_await count_failure(coral::when_all(coral::with_timeout(1s, coral::when_all(m.lock(), one())), fails()));
+    seen.push_back(std::to_string(failures) + " failed");
+    seen.push_back(m.try_lock() && rw.try_lock() && s.available() == 2 ? "all given back" : "one kept");
+    m.unlock();
+    rw.unlock();
+
+    // Handed over, they are the task's.
+    auto [locked, x] = co_await coral::when_all(coral::when_all(m.lock(), one()), one());
+    static_assert(std::is_same_v<decltype(locked), std::tuple<std::monostate, int>>);
+    seen.push_back(std::get<1>(locked) + x == 2 && !m.try_lock() ? "held" : "not held");
+    m.unlock();
+    const auto chained = co_await ((m.lock() && one()) && one());
+    static_assert(std::is_same_v<decltype(chained), const std::tuple<int, int>>);
+    seen.push_back(!m.try_lock() ? "held" : "not held");
+    m.unlock();
+    const auto timed = co_await coral::with_timeout(1s, coral::when_all(rw.lock(), s.acquire()));
+    seen.push_back(std::get<1>(timed) == std::monostate{} && !rw.try_lock_shared() && s.available() == 1 ? "held"
+                                                                                                         : "not held");
+    rw.unlock();
+    s.release();
+    const auto raced = co_await coral::when_any(coral::when_all(m.lock(), one()), never.wait());
+    seen.push_back(raced.index() == 0 && !m.try_lock() ? "held" : "not held");
+    m.unlock();
+    const auto ored = co_await ((m.lock() || never.wait()) || never.wait());
+    seen.push_back(ored.index() == 0 && !m.try_lock() ? "held" : "not held");
+    m.unlock();
+    co_await ((m.lock() && s.acquire()) && rw.lock_shared());
+    seen.push_back(!m.try_lock() && s.available() == 1 && !rw.try_lock() ? "held" : "not held");
+    m.unlock();
+    s.release();
+    rw.unlock_shared();
+
+    // A timeout around a join that could not lock: the join's other branch ends, nothing is held.
+    co_await m.lock();
+    try {
+      co_await coral::with_timeout(5ms, coral::when_all(m.lock(), s.acquire()));
+      seen.push_back("locked twice");
+    } catch (const coral::timeout_error&) {
+      seen.push_back(s.available() == 2 ? "timed out, nothing held" : "timed out, a permit kept");
+    }
+    m.unlock();
+    co_return seen;
+  });
+  BOOST_TEST(get_within(std::move(j)) == (std::vector<std::string>{"8 failed", "all given back", "held", "held", "held",
+                                                                   "held", "held", "held", "timed out, nothing held"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(rw.try_lock());
+  BOOST_TEST(s.available() == 2u);
+}
+
+// The awaiting task is cancelled while a nested join holds a lock its branch took: it is given
+// back.
+BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_whose_nested_join_holds_a_lock_gives_it_back, Place, every_place) {
+  Place place;
+  coral::async_mutex m;
+  coral::semaphore s(1);
+  coral::event never;
+  std::promise<void> started;
+  auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
+    // (Started after the branches that lock: the mutex and the permit are free, so they are taken
+    // as those branches start.)
+    auto wait_started = [&]() -> coral::task<> {
+      started.set_value();
+      co_await never.wait();
+    };
+    co_await coral::when_all(coral::when_any(s.acquire(), never.wait()), coral::when_all(m.lock(), wait_started()));
+  });
+  BOOST_REQUIRE(started.get_future().wait_for(patience) == std::future_status::ready);
+  j.cancel();
+  BOOST_CHECK_THROW(get_within(std::move(j)), boost::system::system_error);
+  BOOST_TEST(m.try_lock());
+  BOOST_TEST(s.available() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(async_mutex)

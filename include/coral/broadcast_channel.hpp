@@ -16,6 +16,7 @@ template <class T>
 class broadcast_subscriber;
 
 namespace detail {
+template <class T>
 struct broadcast_cursor;
 template <class T>
 class broadcast_state;
@@ -51,10 +52,10 @@ class broadcast_next_awaiter;
 //   the receive after that gets that value (tokio's rule). So each subscriber receives, in order,
 //   every value sent after it subscribed but those its lagged errors count.
 //   Other policies throw std::invalid_argument, as does capacity 0.
-// - Values are stored once, in the channel. Each subscriber's receive yields its own T: a copy
-//   of the stored value, made when the value is handed to it, except for the last subscriber to
-//   receive a value, which gets the stored value moved; then one move into the task. So T is
-//   copied at most once per subscriber, and must be copy-constructible.
+// - Values are stored once, in the channel (one allocation per value sent, made by the send).
+//   Each subscriber's receive yields its own T: a copy of the stored value, made in the receiving
+//   task as it resumes, except that a subscriber that is the last to hold a value gets the stored
+//   value moved. So T is copied at most once per subscriber, and must be copy-constructible.
 // - A value leaves the buffer once every subscriber has received it. Destroying a subscriber (or
 //   moving another over it) releases its hold on the buffer at once: a sender waiting for it
 //   proceeds. A receive of that subscriber waiting meanwhile fails with channel_closed.
@@ -75,11 +76,10 @@ class broadcast_next_awaiter;
 //   nothing and a cancelled receive took nothing. A task already cancelled fails at once.
 // - If the execution context of a waiting task shuts down, the wait is abandoned and the task's
 //   frames are destroyed with the context; a later send or close() does not touch it.
-// - T's copy and move constructors and destructor run under the channel's lock. If the copy for
-//   a subscriber throws, that subscriber's receive fails with the exception and took nothing (the
-//   value is still buffered for it). If moving the value into the buffer throws, the send fails
-//   with the exception and sent nothing. The last move, into the receiving task, happens after
-//   the subscriber has moved on: if it throws, that subscriber's copy is lost.
+// - No code of T runs under the channel's lock, so T's constructors and destructor may use the
+//   channel. If the copy (or move) for a subscriber throws, that subscriber's receive fails with
+//   the exception and took nothing: its next receive gets the value again. If moving the value
+//   into the channel throws, send() (or try_send()) throws it, having sent nothing.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe for broadcast_channel (every member
 // may be called from any thread, concurrently); a broadcast_subscriber is one reader's, used by one
@@ -159,11 +159,11 @@ class broadcast_subscriber {
  private:
   friend class broadcast_channel<T>;
   broadcast_subscriber(std::shared_ptr<detail::broadcast_state<T>> state,
-                       std::shared_ptr<detail::broadcast_cursor> cursor) noexcept
+                       std::shared_ptr<detail::broadcast_cursor<T>> cursor) noexcept
       : state_(std::move(state)), cursor_(std::move(cursor)) {}
 
   // (A moved-from subscriber's receives get a cursor that is not subscribed.)
-  std::shared_ptr<detail::broadcast_cursor> cursor() const {
+  std::shared_ptr<detail::broadcast_cursor<T>> cursor() const {
     if (cursor_) [[likely]]
       return cursor_;
     return detail::broadcast_state<T>::unsubscribed_cursor();
@@ -173,8 +173,8 @@ class broadcast_subscriber {
     if (cursor_) state_->unsubscribe(*cursor_);
   }
 
-  std::shared_ptr<detail::broadcast_state<T>> state_;  // (kept when moved from)
-  std::shared_ptr<detail::broadcast_cursor> cursor_;   // null once moved from
+  std::shared_ptr<detail::broadcast_state<T>> state_;    // (kept when moved from)
+  std::shared_ptr<detail::broadcast_cursor<T>> cursor_;  // null once moved from
 };
 
 }  // namespace coral

@@ -15,7 +15,8 @@ namespace coral {
 // with operation_aborted as soon as they are cancelled (no waiting for a timer to expire).
 //
 // - Arguments are tasks, durations (`when_any(work(), 5s)`: the index says whether the work or
-//   the sleep ended first) and channel operations (`ch.receive()`, `ch.send(v)`, `ch.next()`).
+//   the sleep ended first), channel operations (`ch.receive()`, `ch.send(v)`, `ch.next()`) and
+//   joins (`when_any(when_all(a(), b()), 5s)`: a join that loses is cancelled as a task is).
 //   Tasks run on their bound executor type, else on the awaiting task's executor.
 // - A select is lossless: at most one channel operation among the arguments happens, the
 //   winner's. A losing receive consumed no value (it is still in its channel, or went to another

@@ -8,15 +8,15 @@
 
 namespace coral {
 
-// `auto v = co_await with_timeout(250ms, fetch());` awaits a task, a channel operation, a lock, a
-// permit or an event wait (`with_timeout(50ms, m.lock())`: a try_lock_for) for at most the given
-// time (counted from when the returned task starts). If the time runs out first, the
-// operation — and everything it started: its children, its nested waits, whatever it starts
-// later — is cancelled and awaited, then timeout_error is thrown (its message names the
-// duration). Otherwise its result is returned, or its exception rethrown. A task that completes
-// all the same (it was done before the cancellation reached it, or ended normally on it) has its
-// result returned: a result is never dropped. A duration too long for the steady clock means no
-// limit.
+// `auto v = co_await with_timeout(250ms, fetch());` awaits a task, a join (`when_all(a(), b())`), a
+// channel operation, a lock, a permit or an event wait (`with_timeout(50ms, m.lock())`: a
+// try_lock_for) for at most the given time (counted from when the returned task starts). If the
+// time runs out first, the operation — and everything it started: its children, its nested waits,
+// whatever it starts later — is cancelled and awaited, then timeout_error is thrown (its message
+// names the duration). Otherwise its result is returned, or its exception rethrown. A task that
+// completes all the same (it was done before the cancellation reached it, or ended normally on it)
+// has its result returned: a result is never dropped. A duration too long for the steady clock
+// means no limit.
 //
 // Timeouts nest: the nearest deadline wins (an inner timeout surfaces as the inner
 // timeout_error), whatever the order a loaded executor handles them in; a deadline counts once

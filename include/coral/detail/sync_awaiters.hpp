@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "coral/detail/held_for_task.hpp"
 #include "coral/detail/sync_state.hpp"
 
 namespace coral::detail {
@@ -117,6 +118,12 @@ class permit_guard {
   void give_back_now() noexcept { owner_.reset(); }
   // The permit stays taken; whoever it is handed to gives it back by hand.
   Owner* keep_taken() noexcept { return owner_.release(); }
+  // The permit, as a join's result keeps it (the guard still owns it: keep_taken() once the share
+  // is kept).
+  held_share share() const noexcept {
+    return {static_cast<permit_owner*>(owner_.get()), &give_back_share, owner_.get_deleter().grant,
+            owner_.get_deleter().weight};
+  }
 
  private:
   struct giver {
@@ -129,18 +136,25 @@ class permit_guard {
       static_cast<permit_owner*>(owner)->state_->give_back_held(weight, grant);
     }
   };
+  static void give_back_share(void* owner, std::uint64_t grant, std::size_t weight) noexcept {
+    static_cast<permit_owner*>(owner)->state_->give_back_held(weight, grant);
+  }
   std::unique_ptr<Owner, giver> owner_;
 };
 
 // A permit taken by a join's branch in the std style (`when_all(m.lock(), work())`): the branch's
-// result owns it, so a join that drops the result (a sibling failed) gives it back; a join that
-// hands it over leaves it taken, for the task to give back by hand.
+// result owns it (held_for_task), so a join that drops the result (a sibling failed) gives it
+// back; a join that hands it over leaves it taken, for the task to give back by hand, or passes it
+// on to its own result, when that is a branch of a join around it.
 template <class Owner>
 class held_permit : public permit_guard<Owner> {
  public:
   using coral_held_for_task = void;
   held_permit(Owner& owner, std::size_t weight) noexcept : permit_guard<Owner>(owner, weight) {}
-  void hand_to_task() noexcept { static_cast<void>(this->keep_taken()); }
+  void hand_over_holds(held_shares* into) {
+    if (into) into->add(this->share());
+    static_cast<void>(this->keep_taken());
+  }
 };
 
 // co_await m.lock() / s.acquire(), the std style: the await yields nothing, and the permit is the

@@ -8,6 +8,7 @@
 #include <utility>
 #include <variant>
 
+#include "coral/detail/held_for_task.hpp"
 #include "coral/detail/loan.hpp"
 #include "coral/detail/task_record.hpp"
 
@@ -26,19 +27,6 @@ struct task_failure {
 // The outcome of a task: nothing yet, a value (T may be a reference or void), an exception, or, for
 // a T whose move may throw, a loan of the value (a raced receive's, which the joins pass on to
 // the receiving task without moving it: see loan).
-// A branch's result that owns something the branch took for the task (a std-style lock or
-// acquire's permit) until the join hands it over (hand_to_task()); a join that drops it gives it up.
-template <class T>
-concept held_for_task = std::is_object_v<T> && requires(T& held) {
-  typename T::coral_held_for_task;
-  held.hand_to_task();
-};
-
-// What the awaiting task gets for such a result: nothing, as awaiting the lock or acquire itself
-// yields nothing.
-template <class T>
-using user_value_t = std::conditional_t<held_for_task<T>, void, T>;
-
 template <class T>
 class task_result {
   using stored = std::conditional_t<std::is_void_v<T>, std::monostate,
@@ -202,12 +190,12 @@ class task_result {
   std::variant<std::monostate, stored, task_failure, lent> state_;
 };
 
-// Hands a result over to the task awaiting it (rethrowing its exception): a held permit becomes
+// Hands a result over to the task awaiting it (rethrowing its exception): what it holds becomes
 // the task's.
 template <class T>
 user_value_t<T> hand_to_caller(task_result<T>& result) {
   if constexpr (held_for_task<T>) {
-    result.hand_over().hand_to_task();
+    return result.hand_over().hand_over_holds(nullptr);
   } else {
     return result.hand_over();
   }

@@ -57,8 +57,21 @@ decltype(auto) race_operand(A&& a) {
   }
 }
 
+// What an operand's branch of the join yields (a held permit, for `m.lock()`), and what the
+// awaiting task gets for it.
 template <class A>
-using operand_value_t = user_value_t<typename join_task_t<decltype(join_operand(std::declval<A>()))>::value_type>;
+using operand_result_t = typename join_task_t<decltype(join_operand(std::declval<A>()))>::value_type;
+template <class A>
+using operand_value_t = user_value_t<operand_result_t<A>>;
+
+// Whether an operator's result may hold something its operands took for the task (a std-style
+// lock): then the task built on the join yields a holding (see held_for_task), so that a join
+// around it that drops it gives the lock back.
+template <class L, class R>
+inline constexpr bool operands_hold_v = any_held_v<operand_result_t<L>, operand_result_t<R>>;
+
+template <class Result, class L, class R>
+using operator_task_t = task<holding_if<operands_hold_v<L, R>, Result>>;
 
 template <class L, class R>
 auto and_result() {
@@ -88,44 +101,86 @@ struct or_result<std::variant<L...>, R> {
 template <class L, class R>
 using or_result_t = typename or_result<L, R>::type;
 
-template <class Result, class L, class R>
-task<Result> all_of(L l, R r) {
+// `a && b`'s value from the values of its operands (x, y: as when_all hands them back).
+template <class Result, class L, class R, class X, class Y>
+Result and_value(X&& x, Y&& y) {
   using lv = operand_value_t<L>;
   using rv = operand_value_t<R>;
-  auto [x, y] = co_await when_all(join_operand(std::move(l)), join_operand(std::move(r)));
   if constexpr (std::is_void_v<Result>) {
-    co_return;
+    return;
   } else if constexpr (std::is_void_v<rv>) {
-    co_return std::move(x);
+    return std::move(x);
   } else if constexpr (std::is_void_v<lv>) {
-    co_return std::move(y);
+    return std::move(y);
   } else if constexpr (is_tuple_v<lv>) {
-    co_return std::tuple_cat(std::move(x), std::tuple<rv>(std::move(y)));
+    return std::tuple_cat(std::move(x), std::tuple<rv>(std::move(y)));
   } else {
-    co_return Result(std::move(x), std::move(y));
+    return Result(std::move(x), std::move(y));
   }
 }
 
 template <class Result, class L, class R>
-task<Result> any_of(L l, R r) {
+operator_task_t<Result, L, R> all_of(L l, R r) {
+  auto join = when_all(join_operand(std::move(l)), join_operand(std::move(r)));
+  if constexpr (operands_hold_v<L, R>) {
+    co_await suspend_only<decltype(join)>{join};
+    auto held = join.coral_join_resume();
+    auto& [x, y] = held.value;
+    if constexpr (std::is_void_v<Result>) {
+      co_return holding<void>{std::move(held.shares)};
+    } else {
+      co_return holding<Result>{and_value<Result, L, R>(std::move(x), std::move(y)), std::move(held.shares)};
+    }
+  } else {
+    auto [x, y] = co_await std::move(join);
+    co_return and_value<Result, L, R>(std::move(x), std::move(y));
+  }
+}
+
+template <class Result, class L, class R>
+operator_task_t<Result, L, R> any_of(L l, R r) {
   using lv = operand_value_t<L>;
   constexpr std::size_t last = std::variant_size_v<Result> - 1;
   auto race = when_any(race_operand(std::move(l)), race_operand(std::move(r)));
   co_await suspend_only<decltype(race)>{race};
-  // The winner's outcome goes straight into this task's result (not through when_any's variant): a
-  // received value on loan as it is (see loan), another value with one move. The left operand's
-  // variant gives the first alternatives of the wider result.
-  co_return result_writer{[&](task_result<Result>& result) {
-    race.outcome([&](auto won, auto& outcome) {
-      if constexpr (decltype(won)::value == 1) {
-        pass_on_within<Result, last>(outcome, result);
-      } else if constexpr (is_variant_v<lv>) {
-        pass_on_widened(outcome, result);
-      } else {
-        pass_on_within<Result, 0>(outcome, result);
-      }
+  if constexpr (operands_hold_v<L, R>) {
+    // (What the winner took stays with the result; the left operand's variant gives the first
+    // alternatives of the wider one.)
+    held_shares shares;
+    Result value = race.outcome([&](auto won, auto& outcome) -> Result {
+      return hand_over_to_join(
+          outcome,
+          [](auto&&... a) -> Result {
+            if constexpr (decltype(won)::value == 1) {
+              return Result(std::in_place_index<std::variant_size_v<Result> - 1>, std::forward<decltype(a)>(a)...);
+            } else if constexpr (is_variant_v<lv>) {
+              lv v(std::forward<decltype(a)>(a)...);
+              return with_index<std::variant_size_v<lv>>(v.index(), [&](auto j) -> Result {
+                return Result(std::in_place_index<decltype(j)::value>, std::get<decltype(j)::value>(std::move(v)));
+              });
+            } else {
+              return Result(std::in_place_index<0>, std::forward<decltype(a)>(a)...);
+            }
+          },
+          &shares);
     });
-  }};
+    co_return holding<Result>{std::move(value), std::move(shares)};
+  } else {
+    // The winner's outcome goes straight into this task's result (not through when_any's
+    // variant): a received value on loan as it is (see loan), another value with one move. The
+    // left operand's variant gives the first alternatives of the wider result.
+    co_return result_writer{[&](task_result<Result>& result) {
+      race.outcome([&](auto won, auto& outcome) {
+        if constexpr (decltype(won)::value == 1) {
+          pass_on_within<Result, last>(outcome, result);
+        } else if constexpr (is_variant_v<lv>) {
+          pass_on_widened(outcome, result);
+        } else {
+          pass_on_within<Result, 0>(outcome, result);
+        }
+      });
+    }};
+  }
 }
 
 }  // namespace coral::detail

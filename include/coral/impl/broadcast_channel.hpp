@@ -19,6 +19,7 @@
 
 #include "coral/detail/asio.hpp"
 #include "coral/detail/config.hpp"
+#include "coral/detail/ref_counted.hpp"
 #include "coral/detail/task_record.hpp"
 #include "coral/detail/task_waiter.hpp"
 #include "coral/error.hpp"
@@ -37,8 +38,36 @@ struct broadcast_waiter : queued_waiter {
   ~broadcast_waiter() = default;
 };
 
+// One value sent on a broadcast channel, made by its send before the channel's lock is taken, and
+// shared by the buffer and the receives that copy it: the last reference destroys it, never under
+// the lock (see broadcast_state::wakeups).
+template <class T>
+class broadcast_value : public ref_counted<broadcast_value<T>> {
+ public:
+  template <class U>
+  explicit broadcast_value(U&& v) : value(std::forward<U>(v)) {}
+  T value;
+  // (While it waits in a wakeups' list of values to let go of once the lock is released.)
+  counted_ref<broadcast_value> next_released;
+
+  // The subscriber's own T: the value moved when nobody else holds it any more (no receive or
+  // buffer can take a new reference then), else a copy.
+  T make_copy() {
+    if (!this->shared()) return std::move(value);
+    return value;
+  }
+
+ private:
+  friend class ref_counted<broadcast_value>;
+  void destroy_self() noexcept { delete this; }
+};
+
+template <class T>
+using broadcast_value_ref = counted_ref<broadcast_value<T>>;
+
 // A subscriber's place in the stream of values. Shared by the subscriber and its receives, so
 // that neither outlives the other's view of it.
+template <class T>
 struct broadcast_cursor {
   // Guarded by the state's lock. The number of the next value this subscriber receives (values are
   // numbered from 0 in the order sent).
@@ -47,12 +76,14 @@ struct broadcast_cursor {
   broadcast_waiter* receiving = nullptr;
   // False once the subscriber went: its receives fail with channel_closed.
   bool subscribed = true;
+  // A value received whose copy for the task failed: the next receive gets it again.
+  broadcast_value_ref<T> retry;
 };
 
 template <class T>
 struct broadcast_send_waiter : broadcast_waiter {
   broadcast_send_waiter() noexcept { sending = true; }
-  T* value = nullptr;  // moved from only when the value is published
+  broadcast_value_ref<T> value;  // handed to the buffer when the value is published
 
  protected:
   ~broadcast_send_waiter() = default;
@@ -60,9 +91,9 @@ struct broadcast_send_waiter : broadcast_waiter {
 
 template <class T>
 struct broadcast_receive_waiter : broadcast_waiter {
-  std::shared_ptr<broadcast_cursor> cursor;
-  std::optional<T>* destination = nullptr;  // where the subscriber's copy is put
-  std::uint64_t missed = 0;                 // with error errc::lagged: how many values it lost
+  std::shared_ptr<broadcast_cursor<T>> cursor;
+  broadcast_value_ref<T> received;  // the value received, copied for the task once it resumes
+  std::uint64_t missed = 0;         // with error errc::lagged: how many values it lost
 
  protected:
   ~broadcast_receive_waiter() = default;
@@ -71,12 +102,13 @@ struct broadcast_receive_waiter : broadcast_waiter {
 // The shared state of a broadcast_channel<T>: a buffer of at most `capacity` values, each stored
 // once with the count of subscribers that have yet to receive it, and the queues of waiting senders
 // and receivers. A value leaves the buffer once every subscriber has received it (or, with
-// drop_oldest, when a send needs its room). Each subscriber gets its own copy of a value, made
-// under the lock; the last subscriber to receive a value gets it moved instead.
+// drop_oldest, when a send needs its room).
 //
-// Each operation holds the lock only to move values and relink waiters; waking a waiter always
-// happens after it is released. T's copy and move constructors and destructor are the only user
-// code run under it.
+// Each operation holds the lock only to move references to values and relink waiters: no code of
+// T runs under it. A send makes its value (broadcast_value) before it takes the lock; a receive
+// takes a reference, and the subscriber's copy is made once the lock is released (moved instead
+// when nobody else holds the value); a value the channel lets go of is destroyed after the lock
+// is released, as waiters are woken then.
 //
 // Invariants (under the lock): values numbered [first_, next_) are buffered; a subscriber at
 // position p still needs every buffered value numbered p or later, and each buffered value's
@@ -100,8 +132,8 @@ class broadcast_state {
   }
 
   // A subscriber from the next value sent on.
-  std::shared_ptr<broadcast_cursor> subscribe() {
-    auto cursor = std::make_shared<broadcast_cursor>();
+  std::shared_ptr<broadcast_cursor<T>> subscribe() {
+    auto cursor = std::make_shared<broadcast_cursor<T>>();
     std::lock_guard lock(mutex_);
     cursor->position = next_;
     ++subscribers_;
@@ -110,21 +142,22 @@ class broadcast_state {
 
   // A place that is not subscribed (a moved-from subscriber's): its receives fail with
   // channel_closed.
-  static std::shared_ptr<broadcast_cursor> unsubscribed_cursor() {
-    auto gone = std::make_shared<broadcast_cursor>();
+  static std::shared_ptr<broadcast_cursor<T>> unsubscribed_cursor() {
+    auto gone = std::make_shared<broadcast_cursor<T>>();
     gone->subscribed = false;
     return gone;
   }
 
   // The subscriber went: it holds back no sender any more, and its waiting receive (if any) fails
   // with channel_closed.
-  void unsubscribe(broadcast_cursor& cursor) noexcept {
+  void unsubscribe(broadcast_cursor<T>& cursor) noexcept {
     wakeups w(nullptr);
     {
       std::lock_guard lock(mutex_);
       if (!cursor.subscribed) return;
       cursor.subscribed = false;
       --subscribers_;
+      w.release(std::move(cursor.retry));
       if (auto* r = cursor.receiving; r && r->claim_for_wake(nullptr)) {
         receivers_.remove(*r);
         cursor.receiving = nullptr;
@@ -137,9 +170,8 @@ class broadcast_state {
     w.complete();
   }
 
-  // Returns true if the send completed at once (w.error and w.exception say how); false if `w` now
-  // waits, or, with `may_wait` false, if it would have to (`w` is not queued then). Throws what
-  // T's move throws, having sent nothing.
+  // Returns true if the send completed at once (w.error says how); false if `w` now waits, or,
+  // with `may_wait` false, if it would have to (`w` is not queued then).
   bool send(broadcast_send_waiter<T>& w, task_segment* waker, bool may_wait = true) {
     wakeups wake(waker);
     bool waits = false;
@@ -153,7 +185,7 @@ class broadcast_state {
       } else if (!w.ticket.claim()) {
         w.error = asio::error::operation_aborted;
       } else {
-        publish(*w.value, wake);
+        publish(std::move(w.value), wake);
         make_room(wake);
       }
     }
@@ -162,36 +194,46 @@ class broadcast_state {
   }
 
   // Sends only if that needs no waiting (false if the buffer is full, or the channel closed).
-  // Consumes `value` only on success.
+  // Consumes `value` only on success. (Its broadcast_value is made before the lock is taken: with
+  // the value moved in, and moved back in the rare case that the room is gone by then, where T's
+  // move assignment cannot throw; else with a copy.)
   bool try_send(T& value) {
-    wakeups wake(nullptr);
     {
       std::lock_guard lock(mutex_);
       if (closed_ || full()) return false;
-      publish(value, wake);
-      make_room(wake);
+    }
+    constexpr bool may_move_back = std::is_nothrow_move_assignable_v<T>;
+    auto made = adopt(may_move_back ? new broadcast_value<T>(std::move(value)) : new broadcast_value<T>(value));
+    wakeups wake(nullptr);
+    {
+      std::lock_guard lock(mutex_);
+      if (!closed_ && !full()) {
+        publish(std::move(made), wake);
+        make_room(wake);
+      }
     }
     wake.complete();
-    return true;
+    if (!made) return true;
+    if constexpr (may_move_back) value = std::move(made->value);
+    return false;
   }
 
-  // Returns true if the receive completed at once (a value in *w.destination, or w.error); false
-  // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's copy throws,
-  // having received nothing.
+  // Returns true if the receive completed at once (a value in w.received, or w.error); false if
+  // `w` now waits, or, with `may_wait` false, if it would have to.
   bool receive(broadcast_receive_waiter<T>& w, task_segment* waker, bool may_wait = true) {
     wakeups wake(waker);
     bool waits = false;
     {
       std::lock_guard lock(mutex_);
-      broadcast_cursor& cursor = *w.cursor;
+      broadcast_cursor<T>& cursor = *w.cursor;
       if (cursor.receiving) throw std::logic_error("coral::broadcast_channel: two receives at once on one subscriber");
       if (!cursor.subscribed) {
         w.error = errc::channel_closed;
-      } else if (cursor.position < next_) {
+      } else if (cursor.retry || cursor.position < next_) {
         if (!w.ticket.claim()) {
           w.error = asio::error::operation_aborted;
         } else {
-          take(cursor, *w.destination, w);
+          take(cursor, w.received, w);
           make_room(wake);
         }
       } else if (closed_) {
@@ -210,25 +252,40 @@ class broadcast_state {
 
   // Receives without waiting: nullopt if no value is ready for the subscriber (or it went, or the
   // channel is closed and it has received everything). Throws lagged as a receive would.
-  std::optional<T> try_receive(broadcast_cursor& cursor) {
-    std::optional<T> out;
+  std::optional<T> try_receive(broadcast_cursor<T>& cursor) {
+    broadcast_value_ref<T> received;
     std::uint64_t missed = 0;
     wakeups wake(nullptr);
     {
       std::lock_guard lock(mutex_);
       if (cursor.receiving) throw std::logic_error("coral::broadcast_channel: two receives at once on one subscriber");
-      if (!cursor.subscribed || cursor.position == next_) return std::nullopt;
+      if (!cursor.subscribed || (!cursor.retry && cursor.position == next_)) return std::nullopt;
       struct {
         boost::system::error_code error;
         std::uint64_t missed = 0;
       } outcome;
-      take(cursor, out, outcome);
+      take(cursor, received, outcome);
       missed = outcome.missed;
       make_room(wake);
     }
     wake.complete();
     if (missed != 0) throw lagged(missed);
-    return out;
+    return std::optional<T>(copy_for(cursor, std::move(received)));
+  }
+
+  // The subscriber's own T of a value it received (outside the lock). If making it throws, the
+  // value goes back to the subscriber, for its next receive, and the exception is rethrown: the
+  // receive took nothing.
+  T copy_for(broadcast_cursor<T>& cursor, broadcast_value_ref<T> received) {
+    try {
+      return received->make_copy();
+    } catch (...) {
+      {
+        std::lock_guard lock(mutex_);
+        if (cursor.subscribed) cursor.retry = std::move(received);
+      }
+      throw;
+    }
   }
 
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
@@ -277,18 +334,32 @@ class broadcast_state {
 
  private:
   struct slot {
-    slot(T&& v, std::size_t p) : value(std::move(v)), pending(p) {}
-    T value;
-    std::size_t pending;  // subscribers that have yet to receive it
+    slot(broadcast_value_ref<T>&& v, std::size_t p) noexcept : value(std::move(v)), pending(p) {}
+    broadcast_value_ref<T> value;  // (null once the last subscriber to receive it took it)
+    std::size_t pending;           // subscribers that have yet to receive it
   };
 
   // The waiters an operation completed under the lock (each with its outcome set), woken in order
-  // once the lock is released.
+  // once the lock is released, and the values the operation let go of, released then (their
+  // destructors are T's).
   struct wakeups {
     explicit wakeups(task_segment* w) noexcept : waker(w) {}
+    wakeups(const wakeups&) = delete;
+    wakeups& operator=(const wakeups&) = delete;
+    // (Outside the lock: declared before the lock_guard of each operation.)
+    ~wakeups() {
+      while (released) released = std::move(released->next_released);
+    }
     task_segment* waker;  // the operation's task, if any (see claim_for_wake)
     broadcast_waiter* head = nullptr;
     broadcast_waiter* tail = nullptr;
+    broadcast_value_ref<T> released;
+
+    void release(broadcast_value_ref<T> value) noexcept {
+      if (!value) return;
+      value->next_released = std::move(released);
+      released = std::move(value);
+    }
 
     void add(broadcast_waiter& w) noexcept {
       w.next = nullptr;
@@ -310,12 +381,16 @@ class broadcast_state {
 
   bool full() const noexcept { return !drops_oldest_ && buffer_.size() >= capacity_; }
 
-  // Under the lock: the subscriber at `cursor` receives its next value into `out`: a copy (the
-  // last subscriber to receive it: the value, moved), or, if values it had not received were
-  // dropped, the count of them in outcome.missed (with error errc::lagged), and it moves on to the
-  // oldest value still buffered. Throws what T's copy throws, with nothing changed.
+  // Under the lock: the subscriber at `cursor` receives its next value into `out` (a reference to
+  // it: the buffer's own for the last subscriber to receive it), or, if values it had not
+  // received were dropped, the count of them in outcome.missed (with error errc::lagged), and it
+  // moves on to the oldest value still buffered. A value whose copy failed comes first.
   template <class Outcome>
-  void take(broadcast_cursor& cursor, std::optional<T>& out, Outcome& outcome) {
+  void take(broadcast_cursor<T>& cursor, broadcast_value_ref<T>& out, Outcome& outcome) noexcept {
+    if (cursor.retry) {
+      out = std::move(cursor.retry);
+      return;
+    }
     if (cursor.position < first_) {
       outcome.missed = first_ - cursor.position;
       outcome.error = errc::lagged;
@@ -324,20 +399,21 @@ class broadcast_state {
     }
     slot& s = buffer_[cursor.position - first_];
     if (s.pending == 1) {
-      out.emplace(std::move(s.value));
+      out = std::move(s.value);
     } else {
-      out.emplace(s.value);
+      out = broadcast_value_ref<T>(s.value.get());
     }
     --s.pending;
     ++cursor.position;
   }
 
   // Under the lock: buffers `value` for every subscriber (dropping the oldest value if the buffer
-  // is full, under drop_oldest) and hands it to the waiting receivers; make_room() follows. Throws what T's move
-  // throws, with nothing changed.
-  void publish(T& value, wakeups& wake) {
+  // is full, under drop_oldest) and hands it to the waiting receivers; make_room() follows.
+  // Throws only if the buffer cannot grow (std::bad_alloc), with nothing changed.
+  void publish(broadcast_value_ref<T>&& value, wakeups& wake) {
     buffer_.emplace_back(std::move(value), subscribers_);
     if (buffer_.size() > capacity_) {  // drop_oldest: those who had not received it lag
+      wake.release(std::move(buffer_.front().value));
       buffer_.pop_front();
       ++first_;
     }
@@ -351,11 +427,7 @@ class broadcast_state {
       if (!r.ticket.claim()) {
         r.error = asio::error::operation_aborted;
       } else {
-        try {
-          take(*r.cursor, *r.destination, r);
-        } catch (...) {
-          r.exception = std::current_exception();
-        }
+        take(*r.cursor, r.received, r);
       }
       wake.add(r);
     }
@@ -366,6 +438,7 @@ class broadcast_state {
   void make_room(wakeups& wake) noexcept {
     for (;;) {
       while (!buffer_.empty() && buffer_.front().pending == 0) {
+        wake.release(std::move(buffer_.front().value));
         buffer_.pop_front();
         ++first_;
       }
@@ -386,7 +459,7 @@ class broadcast_state {
       auto& s = static_cast<broadcast_send_waiter<T>&>(*sender);
       wake.add(s);  // (before the receivers its value wakes: a sender resumes no later than they do)
       try {
-        publish(*s.value, wake);
+        publish(std::move(s.value), wake);
       } catch (...) {
         s.exception = std::current_exception();
       }
@@ -441,13 +514,14 @@ template <class T>
 class broadcast_send_awaiter : public broadcast_task_waiter<T, broadcast_send_waiter<T>> {
  public:
   static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::channel_send; }
+  // (The value is made here, before any lock is taken.)
   broadcast_send_awaiter(std::shared_ptr<broadcast_state<T>> state, T value)
-      : broadcast_task_waiter<T, broadcast_send_waiter<T>>(std::move(state)), value_(std::move(value)) {
-    this->value = &value_;
+      : broadcast_task_waiter<T, broadcast_send_waiter<T>>(std::move(state)) {
+    this->value = adopt(new broadcast_value<T>(std::move(value)));
   }
-  broadcast_send_awaiter(broadcast_send_awaiter&& other) noexcept(std::is_nothrow_move_constructible_v<T>)
-      : broadcast_task_waiter<T, broadcast_send_waiter<T>>(std::move(other)), value_(std::move(other.value_)) {
-    this->value = &value_;
+  broadcast_send_awaiter(broadcast_send_awaiter&& other) noexcept
+      : broadcast_task_waiter<T, broadcast_send_waiter<T>>(std::move(other)) {
+    this->value = std::move(other.value);
   }
 
   template <class Promise>
@@ -463,26 +537,22 @@ class broadcast_send_awaiter : public broadcast_task_waiter<T, broadcast_send_wa
   void await_resume() {
     if (!this->finish_ok("send")) throw channel_closed("coral::broadcast_channel: send on a closed channel");
   }
-
- private:
-  T value_;
 };
 
-// Receives the subscriber's next value into the awaiter; the derived awaiter's await_resume hands
-// it to the task.
+// Receives the subscriber's next value (a reference to it); the derived awaiter's await_resume
+// makes the task's copy.
 template <class T>
 class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive_waiter<T>> {
  public:
   static constexpr wait_kind coral_wait_kind() noexcept { return wait_kind::channel_receive; }
-  broadcast_receive_base(std::shared_ptr<broadcast_state<T>> state, std::shared_ptr<broadcast_cursor> cursor) noexcept
+  broadcast_receive_base(std::shared_ptr<broadcast_state<T>> state,
+                         std::shared_ptr<broadcast_cursor<T>> cursor) noexcept
       : broadcast_task_waiter<T, broadcast_receive_waiter<T>>(std::move(state)) {
     this->cursor = std::move(cursor);
-    this->destination = &received_;
   }
   broadcast_receive_base(broadcast_receive_base&& other) noexcept
       : broadcast_task_waiter<T, broadcast_receive_waiter<T>>(std::move(other)) {
     this->cursor = std::move(other.cursor);
-    this->destination = &received_;
   }
 
   template <class Promise>
@@ -497,12 +567,11 @@ class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive
   }
 
  protected:
-  // The value received, or null once the channel is closed and drained (or the subscriber went);
-  // throws lagged, a failed copy, or operation_aborted.
-  std::optional<T>* take() { return this->finish_ok("receive") ? &received_ : nullptr; }
-
- private:
-  std::optional<T> received_;
+  // Whether a value was received (false once the channel is closed and drained, or the
+  // subscriber went); throws lagged or operation_aborted.
+  bool finish_receive() { return this->finish_ok("receive"); }
+  // The task's copy of the value received (see broadcast_state::copy_for).
+  T copy() { return this->state_->copy_for(*this->cursor, std::move(this->received)); }
 };
 
 template <class T>
@@ -510,9 +579,9 @@ class broadcast_receive_awaiter : public broadcast_receive_base<T> {
  public:
   using broadcast_receive_base<T>::broadcast_receive_base;
   T await_resume() {
-    auto* received = this->take();
-    if (!received) throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
-    return std::move(**received);
+    if (!this->finish_receive())
+      throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
+    return this->copy();
   }
 };
 
@@ -521,9 +590,8 @@ class broadcast_next_awaiter : public broadcast_receive_base<T> {
  public:
   using broadcast_receive_base<T>::broadcast_receive_base;
   std::optional<T> await_resume() {
-    auto* received = this->take();
-    if (!received) return std::nullopt;
-    return std::move(*received);
+    if (!this->finish_receive()) return std::nullopt;
+    return std::optional<T>(this->copy());
   }
 };
 

@@ -18,26 +18,43 @@
 
 namespace coral::detail {
 
-// What a join hands back for a child's result: `void` becomes std::monostate.
+// What a join hands back for a child's result: `void` becomes std::monostate, a held result what
+// the task gets for it.
 template <class T>
-using join_value_t = std::conditional_t<std::is_void_v<user_value_t<T>>, std::monostate, T>;
+using join_value_t = std::conditional_t<std::is_void_v<user_value_t<T>>, std::monostate, user_value_t<T>>;
+
+// Whether a join of children of these result types may hold something for the task (see
+// held_for_task): then the join's result for a join around it (coral_join_result) is a holding.
+template <class... T>
+inline constexpr bool any_held_v = (held_for_task<T> || ...);
 
 // Hands a child's outcome over to `make` as the arguments that construct the join's value (with
-// task_result::hand_over_with's single move): none for a held permit, which becomes the task's.
+// task_result::hand_over_with's single move): what it holds goes to the task, or into `into`.
 template <class T, class Make>
-decltype(auto) hand_over_to_join(task_result<T>& result, Make&& make) {
+decltype(auto) hand_over_to_join(task_result<T>& result, Make&& make, held_shares* into = nullptr) {
   if constexpr (held_for_task<T>) {
-    result.hand_over().hand_to_task();
-    return make();
+    if constexpr (std::is_void_v<user_value_t<T>>) {
+      result.hand_over().hand_over_holds(into);
+      return make();
+    } else {
+      return make(result.hand_over().hand_over_holds(into));
+    }
   } else {
     return result.hand_over_with(std::forward<Make>(make));
   }
 }
 
 template <class T>
-join_value_t<T> take_join_value(task_result<T>& result) {
-  if constexpr (std::is_void_v<user_value_t<T>>) {
-    hand_to_caller(result);
+join_value_t<T> take_join_value(task_result<T>& result, held_shares* into = nullptr) {
+  if constexpr (held_for_task<T>) {
+    if constexpr (std::is_void_v<user_value_t<T>>) {
+      result.hand_over().hand_over_holds(into);
+      return {};
+    } else {
+      return result.hand_over().hand_over_holds(into);
+    }
+  } else if constexpr (std::is_void_v<T>) {
+    result.hand_over();
     return {};
   } else {
     return result.hand_over();
@@ -109,10 +126,13 @@ concept raceable = requires(std::remove_cvref_t<A>& a, race_ticket t) {
   a.enter_race(t);
 };
 
-// What when_any accepts: tasks, durations and raceable awaitables. Other awaitables are not
-// accepted: one that lost could not be undone.
+// What when_any accepts: tasks, durations, raceable awaitables and joins (which a race cancels as
+// it cancels a task). Other awaitables are not accepted: one that lost could not be undone.
 template <class A>
-concept race_argument = is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>> || raceable<A>;
+concept race_argument =
+    is_task_v<std::remove_cvref_t<A>> || is_duration_v<std::remove_cvref_t<A>> || raceable<A> || requires {
+  typename std::remove_cvref_t<A>::coral_join_result;
+};
 
 // `co_await current_segment{}`: the segment of the awaiting task, without suspending.
 struct current_segment {
@@ -137,17 +157,6 @@ decltype(auto) join_resume(A& awaitable) {
   }
 }
 
-template <class R, class A>
-task<R> await_in_task(A awaitable) {
-  if constexpr (std::is_void_v<R>) {
-    co_await std::move(awaitable);
-  } else {
-    static_assert(
-        !requires { typename A::coral_join_result; }, "(only raceable awaitables have a join result)");
-    co_return co_await std::move(awaitable);
-  }
-}
-
 // Suspends on an awaitable without resuming it: the caller ends the operation its own way (a race
 // branch, in await_in_race; a join whose winner's outcome is passed on, in any_of).
 template <class A>
@@ -164,6 +173,19 @@ struct suspend_only {
   }
   void await_resume() const noexcept {}
 };
+
+template <class R, class A>
+task<R> await_in_task(A awaitable) {
+  if constexpr (requires { typename A::coral_join_result; }) {
+    // (A join: what its branches took for the task stays with the result.)
+    co_await suspend_only<A>{awaitable};
+    co_return awaitable.coral_join_resume();
+  } else if constexpr (std::is_void_v<R>) {
+    co_await std::move(awaitable);
+  } else {
+    co_return co_await std::move(awaitable);
+  }
+}
 
 // What a branch awaits for a join argument: a raceable awaitable itself, a sleep for a duration.
 template <class A>

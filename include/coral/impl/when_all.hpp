@@ -16,34 +16,77 @@ namespace detail {
 template <class... Tasks>
 class when_all_awaiter final : public tuple_join_awaiter<join_kind::first_failure, Tasks...> {
   using base = tuple_join_awaiter<join_kind::first_failure, Tasks...>;
+  using value_type = std::tuple<join_value_t<typename Tasks::value_type>...>;
+  static constexpr bool holds = any_held_v<typename Tasks::value_type...>;
 
  public:
   using base::base;
+  // As a branch of another join: what the children took for the task stays with the result (see
+  // held_for_task).
+  using coral_join_result = holding_if<holds, value_type>;
 
-  std::tuple<join_value_t<typename Tasks::value_type>...> await_resume() {
-    return resume(std::index_sequence_for<Tasks...>{});
+  // (What the children took becomes the task's once the whole value is made, or not at all.)
+  value_type await_resume() {
+    if constexpr (holds) {
+      return coral_join_resume().hand_over_holds(nullptr);
+    } else {
+      return resume(nullptr, std::index_sequence_for<Tasks...>{});
+    }
+  }
+
+  coral_join_result coral_join_resume() {
+    if constexpr (holds) {
+      held_shares shares;
+      value_type value = resume(&shares, std::index_sequence_for<Tasks...>{});
+      return {std::move(value), std::move(shares)};
+    } else {
+      return await_resume();
+    }
   }
 
  private:
   template <std::size_t... I>
-  std::tuple<join_value_t<typename Tasks::value_type>...> resume(std::index_sequence<I...> indices) {
+  value_type resume(held_shares* into, std::index_sequence<I...> indices) {
     if (auto failed = this->decisive(); failed >= 0) this->rethrow_if_failed(static_cast<std::size_t>(failed), indices);
-    return {take_join_value(this->template result<I>())...};
+    return {take_join_value(this->template result<I>(), into)...};
   }
 };
 
 template <class Task>
 class when_all_vector_awaiter final : public vector_join_awaiter<join_kind::first_failure, Task> {
   using base = vector_join_awaiter<join_kind::first_failure, Task>;
+  using value_type = std::vector<join_value_t<typename Task::value_type>>;
+  static constexpr bool holds = held_for_task<typename Task::value_type>;
 
  public:
   using base::base;
+  // (See when_all_awaiter.)
+  using coral_join_result = holding_if<holds, value_type>;
 
-  std::vector<join_value_t<typename Task::value_type>> await_resume() {
+  value_type await_resume() {
+    if constexpr (holds) {
+      return coral_join_resume().hand_over_holds(nullptr);
+    } else {
+      return resume(nullptr);
+    }
+  }
+
+  coral_join_result coral_join_resume() {
+    if constexpr (holds) {
+      held_shares shares;
+      value_type value = resume(&shares);
+      return {std::move(value), std::move(shares)};
+    } else {
+      return await_resume();
+    }
+  }
+
+ private:
+  value_type resume(held_shares* into) {
     if (auto failed = this->decisive(); failed >= 0) this->result(static_cast<std::size_t>(failed)).hand_over();
-    std::vector<join_value_t<typename Task::value_type>> values;
+    value_type values;
     values.reserve(this->size());
-    for (std::size_t i = 0; i < this->size(); ++i) values.push_back(take_join_value(this->result(i)));
+    for (std::size_t i = 0; i < this->size(); ++i) values.push_back(take_join_value(this->result(i), into));
     return values;
   }
 };

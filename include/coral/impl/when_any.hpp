@@ -24,6 +24,33 @@ namespace detail {
 
 // As when_all_awaiter, the join itself is tuple_join_awaiter's; the two differ in when the join
 // ends (the first end, not the first failure) and in the result (the winner's value alone).
+// The value of a race (when_any_awaiter, select_awaiter: `race.outcome(f)`) as its variant V:
+// the winner's value goes straight from its result into the variant, with one move (a received
+// value on loan: its one move; see loan); what the winner took for the task goes to the task, or
+// into `into`.
+template <class V, class Race>
+V race_value(Race& race, held_shares* into) {
+  return race.outcome([into](auto won, auto& result) -> V {
+    return hand_over_to_join(
+        result,
+        [](auto&&... a) { return V(std::in_place_index<decltype(won)::value>, std::forward<decltype(a)>(a)...); },
+        into);
+  });
+}
+
+// The result of a race for a join around it (coral_join_result R): a holding of the value and
+// what the winner took, where the winner may have taken something.
+template <class R, class V, class Race>
+R race_join_result(Race& race) {
+  if constexpr (held_for_task<R>) {
+    held_shares shares;
+    V value = race_value<V>(race, &shares);
+    return R{std::move(value), std::move(shares)};
+  } else {
+    return race_value<V>(race, nullptr);
+  }
+}
+
 template <class... Tasks>
 class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
   using base = tuple_join_awaiter<join_kind::first_end, Tasks...>;
@@ -31,16 +58,12 @@ class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, T
 
  public:
   using base::base;
+  // As a branch of another join: what the winner took for the task stays with the result (see
+  // held_for_task).
+  using coral_join_result = holding_if<any_held_v<typename Tasks::value_type...>, result_type>;
 
-  // The winner's value goes straight from its member's result into the variant, with one move (a
-  // received value on loan: its one move; see loan).
-  result_type await_resume() {
-    return outcome([](auto won, auto& result) -> result_type {
-      return hand_over_to_join(result, [](auto&&... a) {
-        return result_type(std::in_place_index<decltype(won)::value>, std::forward<decltype(a)>(a)...);
-      });
-    });
-  }
+  result_type await_resume() { return race_value<result_type>(*this, nullptr); }
+  coral_join_result coral_join_resume() { return race_join_result<coral_join_result, result_type>(*this); }
 
   // Instead of await_resume(): f(std::integral_constant<std::size_t, I>{}, result) for the winner I
   // and its member's result (for a task built on the join, which passes it on: any_of).
@@ -59,16 +82,34 @@ class when_any_vector_awaiter final : public vector_join_awaiter<join_kind::firs
  public:
   explicit when_any_vector_awaiter(std::vector<Task> tasks) : base(check(std::move(tasks))) {}
 
-  std::pair<std::size_t, join_value_t<typename Task::value_type>> await_resume() {
-    using result_type = std::pair<std::size_t, join_value_t<typename Task::value_type>>;
-    const auto winner = static_cast<std::size_t>(this->decisive());
-    return hand_over_to_join(this->result(winner), [&](auto&&... a) {
-      return result_type(std::piecewise_construct, std::forward_as_tuple(winner),
-                         std::forward_as_tuple(std::forward<decltype(a)>(a)...));
-    });
+  using result_type = std::pair<std::size_t, join_value_t<typename Task::value_type>>;
+  // (See when_any_awaiter.)
+  using coral_join_result = holding_if<held_for_task<typename Task::value_type>, result_type>;
+
+  result_type await_resume() { return resume(nullptr); }
+
+  coral_join_result coral_join_resume() {
+    if constexpr (held_for_task<coral_join_result>) {
+      held_shares shares;
+      result_type value = resume(&shares);
+      return {std::move(value), std::move(shares)};
+    } else {
+      return resume(nullptr);
+    }
   }
 
  private:
+  result_type resume(held_shares* into) {
+    const auto winner = static_cast<std::size_t>(this->decisive());
+    return hand_over_to_join(
+        this->result(winner),
+        [&](auto&&... a) {
+          return result_type(std::piecewise_construct, std::forward_as_tuple(winner),
+                             std::forward_as_tuple(std::forward<decltype(a)>(a)...));
+        },
+        into);
+  }
+
   static std::vector<Task> check(std::vector<Task> tasks) {
     if (tasks.empty()) throw std::invalid_argument("coral::when_any: no tasks to wait for (the vector is empty)");
     return tasks;
@@ -105,7 +146,9 @@ struct any_builder {
   }
 };
 template <class A>
-concept builds_its_result = requires(std::remove_cvref_t<A>& a, any_builder make) { a.resume_with(make); };
+concept builds_its_result = requires(std::remove_cvref_t<A>& a, any_builder make) {
+  a.resume_with(make);
+};
 
 // when_any with such operations among its arguments. As Go's select, it first attempts them
 // in a random order (a uniform permutation per call): one that can happen at once wins without
@@ -117,6 +160,8 @@ class select_awaiter {
 
  public:
   using coral_awaitable = void;
+  // (See when_any_awaiter.)
+  using coral_join_result = typename join_type::coral_join_result;
   static constexpr detail::wait_kind coral_wait_kind() noexcept { return detail::wait_kind::join; }
 
   explicit select_awaiter(A... a) : arguments_(std::move(a)...) {
@@ -158,6 +203,8 @@ class select_awaiter {
       }
     });
   }
+
+  coral_join_result coral_join_resume() { return race_join_result<coral_join_result, result_type>(*this); }
 
   // As when_any_awaiter::outcome. An operation that completed at once makes its result here.
   template <class F>

@@ -105,7 +105,7 @@ class timed_awaiter : protected join_awaiter_base {
 
 // `limit`: a duration (the deadline is fixed when the task starts, not when it is created) or a
 // time point. The timeout message is only built if it is thrown. `late_result`: the operation is a
-// task, whose result, if it has one after the deadline, is real (a raced channel operation that
+// task (or a join), whose result, if it has one after the deadline, is real (a raced channel operation that
 // lost has done nothing, and its branch ends with no meaningful result).
 template <class T, bool late_result, class Task, class Limit>
 task<T> run_timed(Task operation, Limit limit) {
@@ -164,14 +164,14 @@ task<T> run_timed(Task operation, Limit limit) {
 template <class Rep, class Period, detail::race_argument A>
 auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
-  constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
+  constexpr bool late_result = !detail::raceable<A> && !detail::is_duration_v<std::remove_cvref_t<A>>;
   return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), detail::clock_duration(timeout));
 }
 
 template <detail::race_argument A>
 auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
-  constexpr bool late_result = detail::is_task_v<std::remove_cvref_t<A>>;
+  constexpr bool late_result = !detail::raceable<A> && !detail::is_duration_v<std::remove_cvref_t<A>>;
   return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), deadline);
 }
 
