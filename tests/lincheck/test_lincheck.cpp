@@ -10,6 +10,7 @@
 #include "lincheck.hpp"
 #include "select.hpp"
 #include "semaphore.hpp"
+#include "shared_mutex.hpp"
 
 // Every shared object is linearizable on every executor kind: random scenarios over each object,
 // each run many times, every outcome explained by its sequential model (lincheck.hpp). The checker
@@ -148,6 +149,17 @@ struct mutex_with_two_holders : lincheck::async_mutex_spec {
   }
 };
 
+// A shared_mutex that lets a reader in beside a writer: a lock_shared that finds a writer enters
+// anyway.
+struct reader_beside_a_writer : lincheck::shared_mutex_spec {
+  static constexpr const char* name = "shared_mutex that lets a reader in beside a writer";
+  static coral::task<lincheck::result> run(object& m, const lincheck::op& o) {
+    if (o.kind != lock_shared) co_return co_await shared_mutex_spec::run(m, o);
+    (void)m.try_lock_shared();
+    co_return "ok";
+  }
+};
+
 // A parallel part written by hand: each thread's operations and results; every operation began
 // before any other returned (no real-time order), unless `torn` names threads the teardown
 // cancelled once the others had completed what they did.
@@ -232,6 +244,9 @@ BOOST_AUTO_TEST_CASE(latch) {
 BOOST_AUTO_TEST_CASE(event) {
   check_linearizable<lincheck::event_spec>();
 }
+BOOST_AUTO_TEST_CASE(shared_mutex_in_the_std_style) {
+  check_linearizable<lincheck::shared_mutex_spec>();
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 
@@ -242,6 +257,9 @@ BOOST_AUTO_TEST_CASE(a_receive_that_takes_a_value_after_it_was_cancelled) {
 }
 BOOST_AUTO_TEST_CASE(a_mutex_that_lets_two_holders_in) {
   check_caught<mutex_with_two_holders>(1500);
+}
+BOOST_AUTO_TEST_CASE(a_shared_mutex_that_lets_a_reader_in_beside_a_writer) {
+  check_caught<reader_beside_a_writer>(1500);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
