@@ -73,6 +73,7 @@
 // thread of the parallel part, the one-thread parts sharing thread 0's. random_op then takes it:
 //   static op random_op(std::mt19937&, int config, int& next_value, thread_context&);
 //   static void end_thread(thread_context&, std::vector<op>& ops);  // optional: last operations
+// and, optional: static constexpr bool goes_on_after_teardown = true; (see part_run).
 //
 // Results are text, the same in run() and in the model: "ok", "true", a value, and for failures
 // what failure_of() makes of the exception ("closed", "aborted", "timeout", "logic_error").
@@ -476,6 +477,14 @@ std::string describe(const scenario& s, const outcome* o) {
 // ---------------------------------------------------------------------------------------------
 // Running a scenario.
 
+// Whether a thread that the teardown cancelled goes on with its operations (the waits fail at once,
+// what does not wait runs), as a Spec asks for whose threads let go of what they hold at their end
+// (a mutex that a torn-down thread took as it was cancelled, which another one must lock again).
+template <class Spec>
+constexpr bool goes_on_after_teardown = requires {
+  requires Spec::goes_on_after_teardown;
+};
+
 template <class Spec>
 class part_run {
  public:
@@ -516,7 +525,7 @@ class part_run {
     }
     std::mt19937 rng(spin_seeds_[t]);
     for (const op& o : ops_[t]) {
-      if (tearing_down_) break;
+      if (tearing_down_ && !goes_on_after_teardown<Spec>) break;
       // A little random work between operations, so that runs interleave differently.
       volatile unsigned work = 0;
       for (unsigned spin = rng() % 64 * (rng() % 4 == 0 ? 16 : 1); spin > 0; --spin) work = work + spin;
@@ -613,8 +622,16 @@ outcome run_once(const scenario& s, Place& place, unsigned seed) {
   auto object = Spec::make(s.config);
   outcome o;
   for (int p = 0; p < 3; ++p) {
-    part_run<Spec> run(*object, s.parts[p], seed + static_cast<unsigned>(p));
-    o.parts[p] = run.run(place);
+    auto run = std::make_unique<part_run<Spec>>(*object, s.parts[p], seed + static_cast<unsigned>(p));
+    try {
+      o.parts[p] = run->run(place);
+    } catch (const std::exception& e) {
+      // (A task still runs: what it uses stays.)
+      static_cast<void>(object.release());
+      static_cast<void>(run.release());
+      throw std::runtime_error(std::string(e.what()) + " (on " + Place::name + ")\n" + describe<Spec>(s, nullptr) +
+                               "  replay: LINCHECK_SEED=" + std::to_string(s.seed) + "\n");
+    }
   }
   return o;
 }

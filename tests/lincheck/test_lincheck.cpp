@@ -4,13 +4,16 @@
 
 #include "../test_support.hpp"
 #include "async_mutex.hpp"
+#include "barrier.hpp"
 #include "channel.hpp"
+#include "condition_variable.hpp"
 #include "event.hpp"
 #include "latch.hpp"
 #include "lincheck.hpp"
 #include "select.hpp"
 #include "semaphore.hpp"
 #include "shared_mutex.hpp"
+#include "watch.hpp"
 
 // Every shared object is linearizable on every executor kind: random scenarios over each object,
 // each run many times, every outcome explained by its sequential model (lincheck.hpp). The checker
@@ -160,6 +163,32 @@ struct reader_beside_a_writer : lincheck::shared_mutex_spec {
   }
 };
 
+// A watch that loses the latest value: a send made while a changed() is in progress is dropped.
+struct watch_losing_a_send : lincheck::watch_spec {
+  static constexpr const char* name = "watch<int> that drops a send while a changed() waits";
+  struct object : lincheck::watch_and_receivers {
+    std::atomic<int> changing{0};
+  };
+  static std::unique_ptr<object> make(int) { return std::make_unique<object>(); }
+  static std::optional<lincheck::result> run_now(object& x, const lincheck::op& o) {
+    if (o.kind == send && x.changing.load() > 0) return "ok";
+    return watch_spec::run_now(x, o);
+  }
+  static coral::task<lincheck::result> run(object& x, const lincheck::op& o) {
+    ++x.changing;
+    std::exception_ptr failure;
+    try {
+      auto r = co_await watch_spec::run(x, o);
+      --x.changing;
+      co_return r;
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    --x.changing;
+    std::rethrow_exception(failure);
+  }
+};
+
 // A parallel part written by hand: each thread's operations and results; every operation began
 // before any other returned (no real-time order), unless `torn` names threads the teardown
 // cancelled once the others had completed what they did.
@@ -247,6 +276,15 @@ BOOST_AUTO_TEST_CASE(event) {
 BOOST_AUTO_TEST_CASE(shared_mutex_in_the_std_style) {
   check_linearizable<lincheck::shared_mutex_spec>();
 }
+BOOST_AUTO_TEST_CASE(condition_variable_with_its_mutex) {
+  check_linearizable<lincheck::condition_variable_spec>();
+}
+BOOST_AUTO_TEST_CASE(barrier_with_a_completion) {
+  check_linearizable<lincheck::barrier_spec>();
+}
+BOOST_AUTO_TEST_CASE(watch_with_a_receiver_per_thread) {
+  check_linearizable<lincheck::watch_spec>();
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 
@@ -260,6 +298,9 @@ BOOST_AUTO_TEST_CASE(a_mutex_that_lets_two_holders_in) {
 }
 BOOST_AUTO_TEST_CASE(a_shared_mutex_that_lets_a_reader_in_beside_a_writer) {
   check_caught<reader_beside_a_writer>(1500);
+}
+BOOST_AUTO_TEST_CASE(a_watch_that_loses_the_latest_value) {
+  check_caught<watch_losing_a_send>(1500);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
