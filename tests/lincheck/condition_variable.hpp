@@ -253,8 +253,14 @@ inline void condition_variable_model::interrupt(int id, const result& why,
     out.push_back(std::move(s));
     return;
   }
-  // Locking m again, or unlocking it after: a cancellation changes nothing any more.
-  if (why == "aborted") out.push_back({*this, {}, {}});
+  // Locking m again, or unlocking it after: a cancellation changes nothing any more, but that a
+  // wait that timed out may hear it instead, if it comes before with_timeout returns.
+  if (why != "aborted") return;
+  out.push_back({*this, {}, {}});
+  step<condition_variable_model> s{*this, {}, {}};
+  for (auto& w : s.next.mutex_waiters)
+    if (w.id == id && w.as == "timeout") return w.as = why, out.push_back(std::move(s));
+  if (auto& u = s.next.unlocking; u && u->id == id && u->as == "timeout") u->as = why, out.push_back(std::move(s));
 }
 
 }  // namespace lincheck

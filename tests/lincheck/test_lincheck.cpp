@@ -5,6 +5,7 @@
 #include "../test_support.hpp"
 #include "async_mutex.hpp"
 #include "barrier.hpp"
+#include "broadcast_channel.hpp"
 #include "channel.hpp"
 #include "condition_variable.hpp"
 #include "event.hpp"
@@ -284,6 +285,9 @@ BOOST_AUTO_TEST_CASE(barrier_with_a_completion) {
 }
 BOOST_AUTO_TEST_CASE(watch_with_a_receiver_per_thread) {
   check_linearizable<lincheck::watch_spec>();
+}
+BOOST_AUTO_TEST_CASE(broadcast_channel_in_both_overflow_modes) {
+  check_linearizable<lincheck::broadcast_channel_spec>();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
