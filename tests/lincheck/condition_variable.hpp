@@ -258,9 +258,17 @@ inline void condition_variable_model::interrupt(int id, const result& why,
   if (why != "aborted") return;
   out.push_back({*this, {}, {}});
   step<condition_variable_model> s{*this, {}, {}};
-  for (auto& w : s.next.mutex_waiters)
-    if (w.id == id && w.as == "timeout") return w.as = why, out.push_back(std::move(s));
-  if (auto& u = s.next.unlocking; u && u->id == id && u->as == "timeout") u->as = why, out.push_back(std::move(s));
+  for (auto& w : s.next.mutex_waiters) {
+    if (w.id == id && w.as == "timeout") {
+      w.as = why;
+      out.push_back(std::move(s));
+      return;
+    }
+  }
+  if (auto& u = s.next.unlocking; u && u->id == id && u->as == "timeout") {
+    u->as = why;
+    out.push_back(std::move(s));
+  }
 }
 
 }  // namespace lincheck
