@@ -38,6 +38,7 @@ struct condition_variable_model {
   struct condition_waiter {
     int id = 0;
     int thread = 0;
+    bool timed = false;
   };
   int holder = -1;  // the thread that holds m
   std::deque<mutex_waiter> mutex_waiters;
@@ -49,7 +50,7 @@ struct condition_variable_model {
     std::string k = std::to_string(holder) + "m";
     for (const auto& w : mutex_waiters) k += std::to_string(w.id) + (w.relock ? "r" + w.as : "") + ",";
     k += "c";
-    for (const auto& w : condition_waiters) k += std::to_string(w.id) + ",";
+    for (const auto& w : condition_waiters) k += std::to_string(w.id) + (w.timed ? "t," : ",");
     if (unlocking) k += "u" + std::to_string(unlocking->id) + unlocking->as;
     return k;
   }
@@ -213,7 +214,7 @@ inline void condition_variable_model::invoke(const op& o, int id, bool cancelled
         s.value = "aborted";
         m.unlock(s.woken);
       } else {  // queued on the condition, then m unlocked
-        m.condition_waiters.push_back({id, thread});
+        m.condition_waiters.push_back({id, thread, o.kind == k::timed_wait});
         m.unlock(s.woken);
       }
       if (o.kind == k::timed_wait) {  // its deadline passed before it began: m unlocked
@@ -239,6 +240,7 @@ inline void condition_variable_model::interrupt(int id, const result& why,
                                                 std::vector<step<condition_variable_model>>& out) const {
   for (std::size_t i = 0; i < condition_waiters.size(); ++i) {
     if (condition_waiters[i].id != id) continue;
+    if (why != "aborted" && !condition_waiters[i].timed) return;
     step<condition_variable_model> s{*this, {}, {}};  // it locks m again first
     s.next.condition_waiters.erase(s.next.condition_waiters.begin() + static_cast<std::ptrdiff_t>(i));
     s.next.relock(condition_waiters[i], why, s.woken);
