@@ -23,8 +23,14 @@ struct shared_mutex_model {
   std::deque<std::pair<int, bool>> waiters;  // (id, a writer)
 
   std::string key() const {
-    std::string k = (writer ? "W" : "-") + std::to_string(readers) + ":";
-    for (const auto& [id, w] : waiters) k += (w ? "w" : "r") + std::to_string(id) + ",";
+    std::string k = writer ? "W" : "-";
+    k += std::to_string(readers);
+    k += ':';
+    for (const auto& [id, w] : waiters) {
+      k += w ? 'w' : 'r';
+      k += std::to_string(id);
+      k += ',';
+    }
     return k;
   }
 
