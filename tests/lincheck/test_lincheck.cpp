@@ -252,6 +252,16 @@ BOOST_AUTO_TEST_CASE(explains_a_cancelled_receive_only_if_it_took_nothing) {
   BOOST_TEST(hand_written(rendezvous, {{{receive, "1"}}, {{cancel, "ok"}, {send, "ok"}}}).explained<c>());
 }
 
+BOOST_AUTO_TEST_CASE(explains_a_cancelled_condition_wait_only_once_it_holds_the_mutex_again) {
+  using cv = lincheck::condition_variable_spec;
+  const lincheck::op lock0{cv::lock, 0, 0}, wait0{cv::wait, 0, 0}, lock1{cv::lock, 0, 1}, unlock1{cv::unlock, 0, 1};
+  // Thread 0 waits, thread 1 takes the mutex; the teardown cancels the wait, which locks it again.
+  BOOST_TEST(
+      hand_written(0, {{{lock0, "ok"}, {wait0, "aborted"}}, {{lock1, "ok"}, {unlock1, "ok"}}}, {0}).explained<cv>());
+  // ... which it cannot while thread 1 holds it.
+  BOOST_TEST(!hand_written(0, {{{lock0, "ok"}, {wait0, "aborted"}}, {{lock1, "ok"}}}, {0}).explained<cv>());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(linearizable)
