@@ -56,6 +56,24 @@
 //   void invoke(const op& o, int id, bool cancelled, std::vector<step<model>>& out) const;
 //   void cancel(int id);      // waiter `id` leaves (cancelled, timed out)
 //   void ready_waiters(std::vector<std::pair<int, result>>& out) const;  // optional, see above
+//   // Optional, for an operation of several steps: a cancellation (why: "aborted") or the timeout
+//   // ("timeout") reaches waiter `id`. Each possible successor, with the operation's result if that
+//   // ends it (nullopt: it goes on waiting, as a condition wait that must lock its mutex again, or
+//   // one already handed what it waited for) and the waiters it completed (a waiting writer that
+//   // leaves lets the readers behind it in). Without it, the waiter ends with `why`, and cancel().
+//   void interrupt(int id, const result& why, std::vector<step<model>>& out) const;
+//   // Optional: the steps the model takes of its own accord at any moment, such as the last step of
+//   // an operation of several (a failed condition wait that holds its mutex again unlocks it); the
+//   // operations each one ends are in its `woken`.
+//   void moves(std::vector<step<model>>& out) const;
+//
+// A Spec may also keep state for each thread while a scenario is generated (so that a thread
+// unlocks only what it locked, or reads only its own subscription): a type thread_context with
+// members `int thread` and `bool alone` (the part has one thread: init, post), made once for each
+// thread of the parallel part, the one-thread parts sharing thread 0's. random_op then takes it:
+//   static op random_op(std::mt19937&, int config, int& next_value, thread_context&);
+//   static void end_thread(thread_context&, std::vector<op>& ops);  // optional: last operations
+// and, optional: static constexpr bool goes_on_after_teardown = true; (see part_run).
 //
 // Results are text, the same in run() and in the model: "ok", "true", a value, and for failures
 // what failure_of() makes of the exception ("closed", "aborted", "timeout", "logic_error").
@@ -252,6 +270,28 @@ class checker {
     return true;
   }
 
+  // A cancellation (`cancellation`) or the timeout reaches the waiting operation of thread t.
+  void interrupt(const state& s, std::size_t t, const result& why, bool cancellation) {
+    const int id = id_of(static_cast<int>(t), s.next[t] - 1);
+    if constexpr (requires(std::vector<step<model>> & out) { s.m.interrupt(id, why, out); }) {
+      std::vector<step<model>> steps;
+      s.m.interrupt(id, why, steps);
+      for (auto& st : steps) {
+        state n{std::move(st.next), s.next, s.waiting, s.cancelled, s.cancel_asked};
+        if (cancellation) n.cancelled[t] = 1;
+        if (st.value) {
+          if (*st.value != recorded(id)) continue;
+          n.waiting[t] = 0;
+        }
+        if (wake(n, st.woken)) explore(std::move(n));
+      }
+    } else {
+      state n = s;
+      if (cancellation) n.cancelled[t] = 1;
+      if (abandon(n, t, why)) explore(std::move(n));
+    }
+  }
+
   void explore(state s) {
     if (!visited_.insert(key_of(s)).second) return;
     const std::size_t threads = s.next.size();
@@ -262,19 +302,32 @@ class checker {
       if (final_keys_.insert(s.m.key()).second) finals_.push_back(s.m);
       return;
     }
+    if constexpr (requires(std::vector<step<model>> & out) { s.m.moves(out); }) {
+      std::vector<step<model>> steps;
+      s.m.moves(steps);
+      for (auto& st : steps) {
+        state n{std::move(st.next), s.next, s.waiting, s.cancelled, s.cancel_asked};
+        if (wake(n, st.woken)) explore(std::move(n));
+      }
+    }
     for (std::size_t t = 0; t < threads; ++t) {
       // A cancellation reaches thread t.
       const bool torn = std::count(part_->torn_threads.begin(), part_->torn_threads.end(), static_cast<int>(t)) &&
                         clock_satisfied(s, part_->teardown_clock);
       if (!s.cancelled[t] && (s.cancel_asked[t] || torn)) {
-        state n = s;
-        n.cancelled[t] = 1;
-        if (!n.waiting[t] || abandon(n, t, "aborted")) explore(std::move(n));
+        if (s.waiting[t]) {
+          interrupt(s, t, "aborted", true);
+        } else {
+          state n = s;
+          n.cancelled[t] = 1;
+          explore(std::move(n));
+        }
       }
       if (s.waiting[t]) {
-        // A timed wait of thread t gives up.
-        state n = s;
-        if (abandon(n, t, "timeout")) explore(std::move(n));
+        // A timed wait of thread t gives up. (It may end "aborted" all the same, if a cancellation
+        // comes before with_timeout returns, in a model that lets it.)
+        if (const result& r = recorded(id_of(static_cast<int>(t), s.next[t] - 1)); r == "timeout" || r == "aborted")
+          interrupt(s, t, "timeout", false);
         // A wait the model left ready to end ends.
         if constexpr (requires(std::vector<std::pair<int, result>> & out) { s.m.ready_waiters(out); }) {
           std::vector<std::pair<int, result>> ready;
@@ -330,6 +383,15 @@ class checker {
 // ---------------------------------------------------------------------------------------------
 // Scenarios.
 
+template <class Spec, bool>
+struct thread_context_of {
+  struct type {};
+};
+template <class Spec>
+struct thread_context_of<Spec, true> {
+  using type = typename Spec::thread_context;
+};
+
 template <class Spec>
 scenario generate(unsigned long seed) {
   std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
@@ -337,16 +399,29 @@ scenario generate(unsigned long seed) {
   s.seed = seed;
   s.config = Spec::random_config(rng);
   int next_value = 1;
+  constexpr bool has_context = requires {
+    typename Spec::thread_context;
+  };
+  using context = typename thread_context_of<Spec, has_context>::type;
+  std::vector<context> contexts(3);
   auto random_ops = [&](std::size_t count, int threads, int self) {
+    context& c = contexts[static_cast<std::size_t>(self)];
+    if constexpr (has_context) {
+      c.thread = self;
+      c.alone = threads == 1;
+    }
     std::vector<op> ops;
     for (std::size_t i = 0; i < count; ++i) {
       if (threads > 1 && rng() % 8 == 0) {
         const int target = static_cast<int>((static_cast<unsigned>(self) + 1 + rng() % (threads - 1)) % threads);
         ops.push_back(op{cancel_kind, target, 0});
+      } else if constexpr (has_context) {
+        ops.push_back(Spec::random_op(rng, s.config, next_value, c));
       } else {
         ops.push_back(Spec::random_op(rng, s.config, next_value));
       }
     }
+    if constexpr (requires { Spec::end_thread(c, ops); }) Spec::end_thread(c, ops);
     return ops;
   };
   s.parts[0].push_back(random_ops(rng() % 3, 1, 0));
@@ -404,6 +479,14 @@ std::string describe(const scenario& s, const outcome* o) {
 // ---------------------------------------------------------------------------------------------
 // Running a scenario.
 
+// Whether a thread that the teardown cancelled goes on with its operations (the waits fail at once,
+// what does not wait runs), as a Spec asks for whose threads let go of what they hold at their end
+// (a mutex that a torn-down thread took as it was cancelled, which another one must lock again).
+template <class Spec>
+constexpr bool goes_on_after_teardown = requires {
+  requires Spec::goes_on_after_teardown;
+};
+
 template <class Spec>
 class part_run {
  public:
@@ -444,7 +527,7 @@ class part_run {
     }
     std::mt19937 rng(spin_seeds_[t]);
     for (const op& o : ops_[t]) {
-      if (tearing_down_) break;
+      if (tearing_down_ && !goes_on_after_teardown<Spec>) break;
       // A little random work between operations, so that runs interleave differently.
       volatile unsigned work = 0;
       for (unsigned spin = rng() % 64 * (rng() % 4 == 0 ? 16 : 1); spin > 0; --spin) work = work + spin;
@@ -541,8 +624,16 @@ outcome run_once(const scenario& s, Place& place, unsigned seed) {
   auto object = Spec::make(s.config);
   outcome o;
   for (int p = 0; p < 3; ++p) {
-    part_run<Spec> run(*object, s.parts[p], seed + static_cast<unsigned>(p));
-    o.parts[p] = run.run(place);
+    auto run = std::make_unique<part_run<Spec>>(*object, s.parts[p], seed + static_cast<unsigned>(p));
+    try {
+      o.parts[p] = run->run(place);
+    } catch (const std::exception& e) {
+      // (A task still runs: what it uses stays.)
+      static_cast<void>(object.release());
+      static_cast<void>(run.release());
+      throw std::runtime_error(std::string(e.what()) + " (on " + Place::name + ")\n" + describe<Spec>(s, nullptr) +
+                               "  replay: LINCHECK_SEED=" + std::to_string(s.seed) + "\n");
+    }
   }
   return o;
 }

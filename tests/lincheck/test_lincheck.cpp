@@ -4,12 +4,17 @@
 
 #include "../test_support.hpp"
 #include "async_mutex.hpp"
+#include "barrier.hpp"
+#include "broadcast_channel.hpp"
 #include "channel.hpp"
+#include "condition_variable.hpp"
 #include "event.hpp"
 #include "latch.hpp"
 #include "lincheck.hpp"
 #include "select.hpp"
 #include "semaphore.hpp"
+#include "shared_mutex.hpp"
+#include "watch.hpp"
 
 // Every shared object is linearizable on every executor kind: random scenarios over each object,
 // each run many times, every outcome explained by its sequential model (lincheck.hpp). The checker
@@ -148,6 +153,43 @@ struct mutex_with_two_holders : lincheck::async_mutex_spec {
   }
 };
 
+// A shared_mutex that lets a reader in beside a writer: a lock_shared that finds a writer enters
+// anyway.
+struct reader_beside_a_writer : lincheck::shared_mutex_spec {
+  static constexpr const char* name = "shared_mutex that lets a reader in beside a writer";
+  static coral::task<lincheck::result> run(object& m, const lincheck::op& o) {
+    if (o.kind != lock_shared) co_return co_await shared_mutex_spec::run(m, o);
+    (void)m.try_lock_shared();
+    co_return "ok";
+  }
+};
+
+// A watch that loses the latest value: a send made while a changed() is in progress is dropped.
+struct watch_losing_a_send : lincheck::watch_spec {
+  static constexpr const char* name = "watch<int> that drops a send while a changed() waits";
+  struct object : lincheck::watch_and_receivers {
+    std::atomic<int> changing{0};
+  };
+  static std::unique_ptr<object> make(int) { return std::make_unique<object>(); }
+  static std::optional<lincheck::result> run_now(object& x, const lincheck::op& o) {
+    if (o.kind == send && x.changing.load() > 0) return "ok";
+    return watch_spec::run_now(x, o);
+  }
+  static coral::task<lincheck::result> run(object& x, const lincheck::op& o) {
+    ++x.changing;
+    std::exception_ptr failure;
+    try {
+      auto r = co_await watch_spec::run(x, o);
+      --x.changing;
+      co_return r;
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    --x.changing;
+    std::rethrow_exception(failure);
+  }
+};
+
 // A parallel part written by hand: each thread's operations and results; every operation began
 // before any other returned (no real-time order), unless `torn` names threads the teardown
 // cancelled once the others had completed what they did.
@@ -210,6 +252,16 @@ BOOST_AUTO_TEST_CASE(explains_a_cancelled_receive_only_if_it_took_nothing) {
   BOOST_TEST(hand_written(rendezvous, {{{receive, "1"}}, {{cancel, "ok"}, {send, "ok"}}}).explained<c>());
 }
 
+BOOST_AUTO_TEST_CASE(explains_a_cancelled_condition_wait_only_once_it_holds_the_mutex_again) {
+  using cv = lincheck::condition_variable_spec;
+  const lincheck::op lock0{cv::lock, 0, 0}, wait0{cv::wait, 0, 0}, lock1{cv::lock, 0, 1}, unlock1{cv::unlock, 0, 1};
+  // Thread 0 waits, thread 1 takes the mutex; the teardown cancels the wait, which locks it again.
+  BOOST_TEST(
+      hand_written(0, {{{lock0, "ok"}, {wait0, "aborted"}}, {{lock1, "ok"}, {unlock1, "ok"}}}, {0}).explained<cv>());
+  // ... which it cannot while thread 1 holds it.
+  BOOST_TEST(!hand_written(0, {{{lock0, "ok"}, {wait0, "aborted"}}, {{lock1, "ok"}}}, {0}).explained<cv>());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(linearizable)
@@ -232,6 +284,21 @@ BOOST_AUTO_TEST_CASE(latch) {
 BOOST_AUTO_TEST_CASE(event) {
   check_linearizable<lincheck::event_spec>();
 }
+BOOST_AUTO_TEST_CASE(shared_mutex_in_the_std_style) {
+  check_linearizable<lincheck::shared_mutex_spec>();
+}
+BOOST_AUTO_TEST_CASE(condition_variable_with_its_mutex) {
+  check_linearizable<lincheck::condition_variable_spec>();
+}
+BOOST_AUTO_TEST_CASE(barrier_with_a_completion) {
+  check_linearizable<lincheck::barrier_spec>();
+}
+BOOST_AUTO_TEST_CASE(watch_with_a_receiver_per_thread) {
+  check_linearizable<lincheck::watch_spec>();
+}
+BOOST_AUTO_TEST_CASE(broadcast_channel_in_both_overflow_modes) {
+  check_linearizable<lincheck::broadcast_channel_spec>();
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 
@@ -242,6 +309,12 @@ BOOST_AUTO_TEST_CASE(a_receive_that_takes_a_value_after_it_was_cancelled) {
 }
 BOOST_AUTO_TEST_CASE(a_mutex_that_lets_two_holders_in) {
   check_caught<mutex_with_two_holders>(1500);
+}
+BOOST_AUTO_TEST_CASE(a_shared_mutex_that_lets_a_reader_in_beside_a_writer) {
+  check_caught<reader_beside_a_writer>(1500);
+}
+BOOST_AUTO_TEST_CASE(a_watch_that_loses_the_latest_value) {
+  check_caught<watch_losing_a_send>(1500);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
