@@ -874,6 +874,46 @@ BOOST_AUTO_TEST_CASE(a_value_whose_destructor_uses_the_channel_neither_deadlocks
   BOOST_TEST(*destroyed == 3);
 }
 
+// The subscriber's copy is made straight into what next() and try_receive() return: a copy that
+// throws there took nothing either. A value handed to a waiting receive whose task is destroyed
+// before it resumes (its context shut down) goes back to the subscriber.
+BOOST_AUTO_TEST_CASE(next_and_try_receive_whose_copy_throws_took_nothing_nor_a_receive_whose_task_is_gone) {
+  coral::broadcast_channel<fragile> b(2);
+  auto a = b.subscribe();
+  auto other = b.subscribe();
+  BOOST_TEST(b.try_send(fragile(1)));
+  {
+    asio::io_context ctx(1);
+    std::string outcome;
+    coral::spawn(ctx, [&]() -> coral::task<> {
+      try {
+        co_await a.next();
+        outcome = "received";
+      } catch (const std::runtime_error& e) {
+        outcome = e.what();
+      }
+    });
+    fragile::copies_fail = true;
+    ctx.run();
+    fragile::copies_fail = false;
+    BOOST_TEST(outcome == "copy failed");
+  }
+  fragile::copies_fail = true;
+  BOOST_CHECK_THROW(a.try_receive(), std::runtime_error);
+  fragile::copies_fail = false;
+  BOOST_TEST(a.try_receive().value().value == 1);
+  {
+    asio::io_context ctx(1);
+    coral::spawn(ctx, [&]() -> coral::task<int> { co_return (co_await a.receive()).value; });
+    ctx.poll();                          // the receive waits
+    BOOST_TEST(b.try_send(fragile(2)));  // handed to it; its resumption is queued on ctx
+  }                                      // ctx goes before the task resumes
+  BOOST_TEST(a.try_receive().value().value == 2);
+  BOOST_TEST(other.try_receive().value().value == 1);
+  BOOST_TEST(other.try_receive().value().value == 2);
+  BOOST_TEST(b.size() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
   BOOST_CHECK_THROW(coral::broadcast_channel<int>(0), std::invalid_argument);
   BOOST_CHECK_THROW(coral::broadcast_channel<int>(4, coral::overflow::drop_latest), std::invalid_argument);

@@ -151,12 +151,10 @@ class child_segment_awaiter : public external_wait {
     }
   }
 
-  user_value_t<T> finish() {
-    parent_segment_->set_external_wait(nullptr);
-    if (forward_) parent_segment_->slot().clear();
-    state_->mark_observed();
-    return hand_to_caller(state_->result());
-  }
+  user_value_t<T> finish() { return hand_to_caller(end_wait()); }
+  // As finish(), for a join around the awaiting task: a result that holds something for the task
+  // is passed on as it is (see held_for_task).
+  T finish_held() { return end_wait().hand_over(); }
 
   // The parent's context is shutting down: cancel the child (serialised unless it is local, and
   // then not running), let go of the parent.
@@ -167,6 +165,13 @@ class child_segment_awaiter : public external_wait {
   }
 
  private:
+  task_result<T>& end_wait() {
+    parent_segment_->set_external_wait(nullptr);
+    if (forward_) parent_segment_->slot().clear();
+    state_->mark_observed();
+    return state_->result();
+  }
+
   counted_ref<child_segment_state<T>> state_;
   task_segment* parent_segment_ = nullptr;
   bool forward_ = false;

@@ -89,6 +89,10 @@ template <class Source>
 auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable, const code_location& where) {
   using task_type = task_of_t<Source>;
   using T = typename task_type::value_type;
+  static_assert(!held_for_task<T>,
+                "coral::spawn / sync_wait / task_group: this task's result holds a std-style lock or permit "
+                "(`m.lock() && work()`, `with_timeout(1s, m.lock())`), which only a task can hold: await it inside "
+                "a task of your own, or take the lock in the scoped style (m.scoped_lock())");
   // (Until it is attached, the task's frame, if any, is the source's own; once attached, the
   // segment's, freed with it: the last reference of a segment never started destroys its frame.)
   std::unique_ptr<result_segment<T>, release_reference<object_references>> made;

@@ -51,6 +51,8 @@ class task_awaiter {
   }
 
   user_value_t<T> await_resume() { return hand_to_caller(result_); }
+  // (See child_segment_awaiter::finish_held.)
+  T await_resume_held() { return result_.hand_over(); }
 
  protected:
   handle_type child_;
@@ -83,6 +85,17 @@ class task_on_awaiter {
   }
 
   user_value_t<T> await_resume() { return on_segment_ ? segment_.finish() : inline_.await_resume(); }
+
+  // As a join's argument (`when_all(on(ex, m.lock() && work()), other())`): a result that holds
+  // something for the task stays with the join's result (see held_for_task).
+  using coral_join_result = std::conditional_t<held_for_task<T>, T, user_value_t<T>>;
+  coral_join_result coral_join_resume() {
+    if constexpr (held_for_task<T>) {
+      return on_segment_ ? segment_.finish_held() : inline_.await_resume_held();
+    } else {
+      return await_resume();
+    }
+  }
 
  private:
   struct inline_part : task_awaiter<T> {

@@ -50,12 +50,9 @@ class broadcast_value : public ref_counted<broadcast_value<T>> {
   // (While it waits in a wakeups' list of values to let go of once the lock is released.)
   counted_ref<broadcast_value> next_released;
 
-  // The subscriber's own T: the value moved when nobody else holds it any more (no receive or
-  // buffer can take a new reference then), else a copy.
-  T make_copy() {
-    if (!this->shared()) return std::move(value);
-    return value;
-  }
+  // Whether a receive or the buffer holds it besides the caller (else the caller may move it: no
+  // new reference can be taken then).
+  bool shared() const noexcept { return ref_counted<broadcast_value>::shared(); }
 
  private:
   friend class ref_counted<broadcast_value>;
@@ -270,22 +267,29 @@ class broadcast_state {
     }
     wake.complete();
     if (missed != 0) throw lagged(missed);
-    return std::optional<T>(copy_for(cursor, std::move(received)));
+    return copy_for(cursor, std::move(received),
+                    [](auto&& v) { return std::optional<T>(std::forward<decltype(v)>(v)); });
   }
 
-  // The subscriber's own T of a value it received (outside the lock). If making it throws, the
-  // value goes back to the subscriber, for its next receive, and the exception is rethrown: the
-  // receive took nothing.
-  T copy_for(broadcast_cursor<T>& cursor, broadcast_value_ref<T> received) {
+  // The subscriber's own T of a value it received (outside the lock), made straight into what
+  // make(T) builds (the task's value, an optional). If that throws, the value goes back to the
+  // subscriber, for its next receive, and the exception is rethrown: the receive took nothing.
+  template <class Make>
+  auto copy_for(broadcast_cursor<T>& cursor, broadcast_value_ref<T> received, Make make) {
     try {
-      return received->make_copy();
+      if (received->shared()) return make(static_cast<const T&>(received->value));
+      return make(std::move(received->value));
     } catch (...) {
-      {
-        std::lock_guard lock(mutex_);
-        if (cursor.subscribed) cursor.retry = std::move(received);
-      }
+      give_back(cursor, std::move(received));
       throw;
     }
+  }
+
+  // A value received that no task took (its copy failed, or the receiving task's context shut
+  // down before it resumed): the subscriber's next receive gets it.
+  void give_back(broadcast_cursor<T>& cursor, broadcast_value_ref<T> received) noexcept {
+    std::lock_guard lock(mutex_);
+    if (cursor.subscribed && !cursor.retry) cursor.retry = std::move(received);
   }
 
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
@@ -570,8 +574,17 @@ class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive
   // Whether a value was received (false once the channel is closed and drained, or the
   // subscriber went); throws lagged or operation_aborted.
   bool finish_receive() { return this->finish_ok("receive"); }
-  // The task's copy of the value received (see broadcast_state::copy_for).
-  T copy() { return this->state_->copy_for(*this->cursor, std::move(this->received)); }
+  // The task's copy of the value received, made into what make(T) builds (see
+  // broadcast_state::copy_for).
+  template <class Make>
+  auto copy(Make make) {
+    return this->state_->copy_for(*this->cursor, std::move(this->received), make);
+  }
+
+  ~broadcast_receive_base() {
+    // (Handed a value, but the task was destroyed before it resumed: its context shut down.)
+    if (this->received) this->state_->give_back(*this->cursor, std::move(this->received));
+  }
 };
 
 template <class T>
@@ -581,7 +594,7 @@ class broadcast_receive_awaiter : public broadcast_receive_base<T> {
   T await_resume() {
     if (!this->finish_receive())
       throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
-    return this->copy();
+    return this->copy([](auto&& v) { return T(std::forward<decltype(v)>(v)); });
   }
 };
 
@@ -591,7 +604,7 @@ class broadcast_next_awaiter : public broadcast_receive_base<T> {
   using broadcast_receive_base<T>::broadcast_receive_base;
   std::optional<T> await_resume() {
     if (!this->finish_receive()) return std::nullopt;
-    return std::optional<T>(this->copy());
+    return this->copy([](auto&& v) { return std::optional<T>(std::forward<decltype(v)>(v)); });
   }
 };
 
