@@ -228,7 +228,7 @@ double asio_fanout(long n, Executor ex, Run run) {
             long sum = 0;
             for (;;) {
               auto [ec, v] = co_await ch.async_receive(asio::as_tuple(asio::use_awaitable));
-              if (ec) break;
+              if (ec || v < 0) break;
               sum += v;
             }
             if (sum == sum_below(n)) ++right;
@@ -241,7 +241,8 @@ double asio_fanout(long n, Executor ex, Run run) {
           for (long i = 0; i < n; ++i) {
             for (auto& ch : channels) co_await ch->async_send(boost::system::error_code{}, i, asio::use_awaitable);
           }
-          for (auto& ch : channels) ch->close();
+          // (The end is a value of its own: close() would drop what the receivers have not taken.)
+          for (auto& ch : channels) co_await ch->async_send(boost::system::error_code{}, -1, asio::use_awaitable);
         },
         asio::detached);
     run();
