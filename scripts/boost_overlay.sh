@@ -4,7 +4,7 @@
 # the commits the Boost release's tag records for them, and their include directory is placed
 # before the system's (an overlay). The rest of Boost (Config, System, Test, ...) stays 1.81.
 #
-#   bash scripts/boost_overlay.sh 1.87.0            # overlay, Release build, every test
+#   bash scripts/boost_overlay.sh 1.87.0            # overlay, build (Release), every test
 #   bash scripts/boost_overlay.sh 1.87.0 --no-tests # overlay and build only
 #   bash scripts/boost_overlay.sh 1.87.0 --headers  # overlay only (build/boost-1.87.0/include),
 #                                                   # for a build of your own with -I<that dir>
@@ -14,6 +14,8 @@
 # repository name, such as /srv/mirrors/boostorg+%s.git). Results land in build/boost-<version>/.
 # CORAL_BOOST_LIBS changes the libraries overlaid (default: asio beast core; Beast 1.90 needs
 # Boost.Core 1.90, and Core of any release builds with 1.81's other libraries).
+# CORAL_BUILD_TYPE picks the CMake build type (default Release; Debug compiles about twice as
+# fast, for a check of every test against several releases on a small machine).
 # docs/platforms.md lists what was checked this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,7 @@ mode=${2:-}
 source=${CORAL_BOOST_GIT:-https://github.com/boostorg}
 libs=${CORAL_BOOST_LIBS:-asio beast core}
 jobs=${CORAL_JOBS:-2}
+build_type=${CORAL_BUILD_TYPE:-Release}
 
 work=$PWD/build/boost-$version
 cache=$PWD/build/boost-git
@@ -71,7 +74,7 @@ grep -h 'define BOOST_ASIO_VERSION ' "$work/include/boost/asio/version.hpp"
 
 # -I in the compiler flags comes before every include directory of the targets, and the system's
 # /usr/include is searched last: the overlay wins for the headers it has.
-cmake -S . -B "$work/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=-I$work/include" >/dev/null
+cmake -S . -B "$work/build" -DCMAKE_BUILD_TYPE="$build_type" "-DCMAKE_CXX_FLAGS=-I$work/include" >/dev/null
 cmake --build "$work/build" -j"$jobs"
 if [[ "$mode" != "--no-tests" ]]; then
   (cd "$work/build" && ctest --output-on-failure -j"$jobs")
