@@ -7,13 +7,18 @@
 #         memory per idle connection (10,000 connections, server RSS growth / connections)
 #   http: GET / with wrk -t2 -c64 (keep-alive): requests per second, p99 latency, and the
 #         server's CPU time per request (user + system, from /proc)
+#   https: the same GET / over TLS (a throw-away certificate made with openssl; wrk keeps its
+#         connections, so the load is records, not handshakes): coral's demo against Beast's
+#         server serving HTTPS as Beast's examples do (beast::ssl_stream)
 # The *_bare_* cases compare the demo servers with bare baselines (--bare 1: no time-outs, no
 # limits, no strands): what the demos' robustness costs.
 # DURATION=10 (seconds per load run). Installs what is missing (wrk too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+for tool in wrk openssl; do
+  command -v $tool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $tool >/dev/null; }
+done
 duration=${DURATION:-10}
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DCORAL_BUILD_BENCH=ON -DCORAL_BUILD_TESTS=OFF \
   -DCORAL_BUILD_EXAMPLES=ON >/dev/null
@@ -50,6 +55,14 @@ echo_case bare_1_threads "--threads 1" "--threads 1 --bare 1"
 http_case bare_1_threads "--threads 1" "--threads 1 --bare 1"
 http_case bare_2_threads "--threads 2" "--threads 2 --bare 1"
 http_case bare_io_pool_2 "--io-pool 2" "--io-contexts 2 --bare 1"
+
+tls=$(mktemp -d)
+trap 'rm -rf "$bench_out" "$bench_out".* "$tls"' EXIT
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/key.pem" -out "$tls/cert.pem" \
+  -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+tls_args="--tls-cert $tls/cert.pem --tls-key $tls/key.pem"
+SCHEME=https http_case https_1_threads "--threads 1 $tls_args" "--threads 1 $tls_args"
+SCHEME=https http_case https_io_pool_2_vs_io_contexts "--io-pool 2 $tls_args" "--io-contexts 2 $tls_args"
 
 start $bin/examples/net/echo_server
 coral=$($bin/bench/echo_load --port "$port" --idle 10000 --pid "$pid" | sed 's/^[^=]*=\([0-9.]*\).*/\1/')

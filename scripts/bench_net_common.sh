@@ -28,14 +28,14 @@ p99_ms() {
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # http_run <server...>: sets rps, p99 (ms) and cpu (server CPU µs per request). WRK_ARGS (default
-# -t2 -c64), LOAD_CPUS pins wrk, WRK is the command that runs wrk.
+# -t2 -c64), LOAD_CPUS pins wrk, WRK is the command that runs wrk, SCHEME=https asks over TLS.
 http_run() {
   start "$@"
   local before load=()
   before=$(cpu_ticks "$pid")
   [[ -n "${LOAD_CPUS:-}" ]] && load=(taskset -c "$LOAD_CPUS")
   # shellcheck disable=SC2086
-  "${load[@]}" ${WRK:-wrk} ${WRK_ARGS:--t2 -c64} -d"${duration}s" --latency "http://127.0.0.1:$port/" >"$bench_out.wrk"
+  "${load[@]}" ${WRK:-wrk} ${WRK_ARGS:--t2 -c64} -d"${duration}s" --latency "${SCHEME:-http}://127.0.0.1:$port/" >"$bench_out.wrk"
   local used=$(($(cpu_ticks "$pid") - before))
   stop
   rps=$(awk '/Requests\/sec/ { print $2 }' "$bench_out.wrk")

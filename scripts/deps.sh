@@ -8,12 +8,17 @@ command -v g++ >/dev/null || missing+=(g++)
 command -v cmake >/dev/null || missing+=(cmake)
 command -v make >/dev/null || missing+=(make)
 dpkg -s libboost1.81-dev >/dev/null 2>&1 || missing+=(libboost1.81-dev)
+# OpenSSL, for HTTPS in the HTTP demo.
+dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
 if [[ "${1:-}" == "--tests" ]]; then
   dpkg -s libboost-test1.81-dev >/dev/null 2>&1 || missing+=(libboost-test1.81-dev)
   # The tests also build coral with clang 19 and with clang 14 (Debian's default clang++).
   command -v clang++-19 >/dev/null || missing+=(clang-19)
   command -v clang++-14 >/dev/null || missing+=(clang-14)
   command -v pkg-config >/dev/null || missing+=(pkg-config)
+  # The HTTPS tests make a throw-away CA and certificate with openssl, and ask with curl too.
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
   # And fuzz the HTTP demo's request path for a minute (clang 19's libFuzzer).
   dpkg -s libfuzzer-19-dev >/dev/null 2>&1 || missing+=(libfuzzer-19-dev)
 fi

@@ -4,13 +4,20 @@
 // examples/net/http_server answers. With --io-contexts N, the other arrangement Asio servers
 // use: N io_contexts each run by one thread, the acceptor handing each connection to the next
 // (accepting onto its executor), no strands. With --bare 1, the floor: a plain socket with no
-// time-outs, Beast's default parser limits, no strand.
+// time-outs, Beast's default parser limits, no strand. With --tls-cert FILE --tls-key FILE,
+// HTTPS as Beast's examples serve it: beast::ssl_stream over the tcp_stream, the handshake under the
+// same time-out as a request, async_shutdown at the end (--bare does not apply).
 //   beast_http_server [--port 55555] [--threads 1 | --io-contexts N] [--bare 1]
+//                     [--tls-cert FILE --tls-key FILE]
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -21,7 +28,8 @@ namespace http = beast::http;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
 
-bool bare_sessions = false;  // --bare 1
+bool bare_sessions = false;             // --bare 1
+std::optional<asio::ssl::context> tls;  // --tls-cert, --tls-key
 
 // What examples/net/http_server answers to GET /, and 404 to anything else.
 http::response<http::string_body> respond(const http::request<http::string_body>& req) {
@@ -41,23 +49,48 @@ http::response<http::string_body> respond(const http::request<http::string_body>
   return res;
 }
 
-asio::awaitable<void> session(beast::tcp_stream stream) {
+// Requests until the connection is not kept alive (a failure throws).
+template <class Stream>
+asio::awaitable<void> serve_requests(Stream& stream) {
   beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(8 * 1024);
+    parser.body_limit(1024 * 1024);
+    beast::get_lowest_layer(stream).expires_after(10s);
+    co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
+    auto req = parser.release();
+    auto res = respond(req);
+    beast::get_lowest_layer(stream).expires_after(10s);
+    co_await http::async_write(stream, res, asio::use_awaitable);
+    if (!res.keep_alive()) break;
+  }
+}
+
+asio::awaitable<void> plain_session(beast::tcp_stream stream) {
   try {
-    for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(8 * 1024);
-      parser.body_limit(1024 * 1024);
-      stream.expires_after(10s);
-      co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
-      auto req = parser.release();
-      auto res = respond(req);
-      stream.expires_after(10s);
-      co_await http::async_write(stream, res, asio::use_awaitable);
-      if (!res.keep_alive()) break;
-    }
+    co_await serve_requests(stream);
     stream.socket().shutdown(tcp::socket::shutdown_send);
   } catch (const std::exception&) {
+  }
+}
+
+asio::awaitable<void> tls_session(beast::ssl_stream<beast::tcp_stream> stream) {
+  try {
+    beast::get_lowest_layer(stream).expires_after(10s);
+    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
+    co_await serve_requests(stream);
+    beast::get_lowest_layer(stream).expires_after(10s);
+    co_await stream.async_shutdown(asio::use_awaitable);
+  } catch (const std::exception&) {
+  }
+}
+
+asio::awaitable<void> session(tcp::socket socket) {
+  if (tls) {
+    co_await tls_session(beast::ssl_stream<beast::tcp_stream>(std::move(socket), *tls));
+  } else {
+    co_await plain_session(beast::tcp_stream(std::move(socket)));
   }
 }
 
@@ -84,7 +117,7 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor) {
       continue;
     }
     auto strand = asio::make_strand(acceptor.get_executor());
-    asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket))), asio::detached);
+    asio::co_spawn(strand, session(std::move(socket)), asio::detached);
   }
 }
 
@@ -95,7 +128,7 @@ asio::awaitable<void> listen_for(tcp::acceptor& acceptor, std::vector<std::uniqu
     if (bare_sessions) {
       asio::co_spawn(context, session_bare(std::move(socket)), asio::detached);
     } else {
-      asio::co_spawn(context, session(beast::tcp_stream(std::move(socket))), asio::detached);
+      asio::co_spawn(context, session(std::move(socket)), asio::detached);
     }
   }
 }
@@ -125,12 +158,24 @@ int main(int argc, char* argv[]) {
   unsigned short port = 55555;
   int threads = 1;
   int io_contexts = 0;
+  std::string tls_cert, tls_key;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view name = argv[i];
+    if (name == "--tls-cert") tls_cert = argv[i + 1];
+    if (name == "--tls-key") tls_key = argv[i + 1];
     if (name == "--port") port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
     if (name == "--threads") threads = std::atoi(argv[i + 1]);
     if (name == "--io-contexts") io_contexts = std::atoi(argv[i + 1]);
     if (name == "--bare") bare_sessions = std::atoi(argv[i + 1]) == 1;
+  }
+  if (!tls_cert.empty()) {
+    tls.emplace(asio::ssl::context::tls_server);
+    tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                     asio::ssl::context::single_dh_use);
+    tls->use_certificate_chain_file(tls_cert);
+    tls->use_private_key_file(tls_key, asio::ssl::context::pem);
+    bare_sessions = false;
   }
   if (io_contexts > 0) return run_io_contexts(port, io_contexts);
   asio::io_context io(threads);

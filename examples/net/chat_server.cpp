@@ -50,6 +50,6 @@ int main(int argc, char* argv[]) {
   const options o = parse_options(static_cast<int>(common.size()), common.data(), usage);
   shutdown_signal stopping;
   room r;
-  return run(o, stopping, line_refusal,
+  return run(o, stopping, refuse_with(line_refusal),
              [&](tcp::socket socket) { return session(std::move(socket), r, stopping.event(), chat); });
 }

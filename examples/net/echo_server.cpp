@@ -14,5 +14,6 @@ int main(int argc, char* argv[]) {
       "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--idle-timeout-ms N] [--grace-ms N] "
       "[--max-connections N]");
   shutdown_signal stopping;
-  return run(o, stopping, line_refusal, [&](tcp::socket socket) { return echo(std::move(socket), o, stopping); });
+  return run(o, stopping, refuse_with(line_refusal),
+             [&](tcp::socket socket) { return echo(std::move(socket), o, stopping); });
 }

@@ -2,8 +2,12 @@
 //   http_server [--bind 127.0.0.1] [--port 55555] [--threads 1 | --io-pool N] [--idle-timeout-ms 30000]
 //               [--grace-ms 5000] [--request-timeout-ms 10000] [--write-timeout-ms 10000]
 //               [--stream-interval-ms 100] [--max-connections 10000] [--debug-port N]
+//               [--tls-cert FILE --tls-key FILE]
 // Try it: curl localhost:55555/  /sleep?ms=500  /stream?n=5  /stats  -d hi localhost:55555/echo
 // With --debug-port 6060, what the tasks do (CORAL_TASK_TRACKING=1): curl localhost:6060/debug/tasks
+// With --tls-cert (a PEM certificate chain, the server's first) and --tls-key (its PEM private
+// key), HTTPS on the port (tls.hpp): curl --cacert ca.pem https://localhost:55555/. The debug
+// port stays plain HTTP, on 127.0.0.1.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "http_session.hpp"
+#include "tls.hpp"
 
 // Boost.JSON and Boost.URL compiled in (one translation unit uses them). After Beast: Boost.URL
 // 1.81 under a newer Boost.Core (docs/platforms.md, the overlay) needs what Beast includes first.
@@ -24,16 +29,19 @@ int main(int argc, char* argv[]) {
   static constexpr char usage[] =
       "[--port N] [--threads N | --io-pool N [--reuse-port 1] [--pin-threads 1]] [--idle-timeout-ms N] [--grace-ms "
       "N] [--request-timeout-ms N] [--write-timeout-ms N] [--stream-interval-ms N] [--max-connections N] "
-      "[--debug-port N]";
+      "[--debug-port N] [--tls-cert FILE --tls-key FILE]";
   // http_server's own options are taken out before the common ones are parsed.
   server_context server;
   std::optional<unsigned short> debug_port;  // the debug routes' listener, on 127.0.0.1 (none unless asked)
+  std::optional<std::string> tls_cert, tls_key;
   std::vector<char*> common{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string_view name = argv[i];
-    if ((name == "--request-timeout-ms" || name == "--write-timeout-ms" || name == "--stream-interval-ms" ||
-         name == "--debug-port") &&
-        i + 1 < argc) {
+    if ((name == "--tls-cert" || name == "--tls-key") && i + 1 < argc) {
+      (name == "--tls-cert" ? tls_cert : tls_key) = argv[++i];
+    } else if ((name == "--request-timeout-ms" || name == "--write-timeout-ms" || name == "--stream-interval-ms" ||
+                name == "--debug-port") &&
+               i + 1 < argc) {
       char* end = nullptr;
       const unsigned long value = std::strtoul(argv[++i], &end, 10);
       if (*argv[i] == '\0' || *end != '\0' || (name == "--debug-port" && value > 65535)) {
@@ -55,10 +63,29 @@ int main(int argc, char* argv[]) {
     }
   }
   server.o = parse_options(static_cast<int>(common.size()), common.data(), usage);
+  if (tls_cert.has_value() != tls_key.has_value()) {
+    std::fprintf(stderr, "--tls-cert and --tls-key go together\nusage: %s [--bind ADDRESS] %s\n", argv[0], usage);
+    return 2;
+  }
+  std::optional<asio::ssl::context> tls;
+  if (tls_cert) {
+    try {
+      tls.emplace(server_tls_context(*tls_cert, *tls_key));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+  }
   const std::string refusal = over_capacity();
-  auto demo = [&](tcp::socket socket) { return session(std::move(socket), server, routes::demo); };
-  if (!debug_port) return run(server.o, server.stopping, refusal, demo);
+  auto refuse = [&](tcp::socket socket) {
+    return tls ? refuse_tls_connection(std::move(socket), *tls, refusal)
+               : refuse_connection(std::move(socket), refusal);
+  };
+  auto demo = [&](tcp::socket socket) {
+    return tls ? tls_session(std::move(socket), *tls, server) : session(std::move(socket), server, routes::demo);
+  };
+  if (!debug_port) return run(server.o, server.stopping, refuse, demo);
   auto debug = [&](tcp::socket socket) { return session(std::move(socket), server, routes::debug); };
-  return run(server.o, server.stopping, refusal, demo,
+  return run(server.o, server.stopping, refuse, demo,
              private_listener<decltype(debug)>{"debug routes", *debug_port, debug});
 }

@@ -436,14 +436,26 @@ coral::task<> linger(Socket& socket, const server_context& server) {
   }
 }
 
-// Sends a refusal and closes gracefully (lingering close): a close with the client's bytes unread
-// would reset the connection, and the client, still sending, might never read the refusal.
+// Closes a connection gracefully after its last response: a close with the client's bytes unread
+// would reset the connection, and the client, still sending, might never read that response. On a
+// plain socket, the send side is shut down, then what the client sends (`unread`: the session holds
+// some) is read and dropped (linger); on TLS, close_tls (server.hpp).
+template <class Socket>
+coral::task<> end_gracefully(Socket& socket, bool unread, const server_context& server) {
+  if constexpr (tls_stream<Socket>) {
+    co_await close_tls(socket);
+  } else {
+    boost::system::error_code ignored;
+    socket.shutdown(Socket::shutdown_send, ignored);
+    if (unread || arrived(socket)) co_await linger(socket, server);
+  }
+}
+
+// Sends a refusal and closes gracefully.
 template <class Socket>
 coral::task<> refuse(Socket& socket, response& res, const server_context& server) {
   co_await coral::with_timeout(server.write_timeout, write_message(socket, res));
-  boost::system::error_code ignored;
-  socket.shutdown(Socket::shutdown_send, ignored);
-  co_await linger(socket, server);
+  co_await end_gracefully(socket, true, server);
 }
 
 // GET /stream?n=N: N chunks, one every stream_interval (100 ms), made by a producer task and handed
@@ -689,7 +701,7 @@ coral::task<> session(Socket socket, server_context& server, routes served = rou
   try {
     for (;;) {
       // Idle between requests, unless a pipelined one is buffered already (server.hpp).
-      if (buffer.size() == 0 && !co_await wait_for_client(socket, me, server.o.idle_timeout)) break;
+      if (buffer.size() == 0 && !co_await wait_for_client(socket, buffer, me, server.o.idle_timeout)) break;
       request_parser parser;
       parser.header_limit(header_limit);
       parser.body_limit(body_limit);
@@ -721,15 +733,13 @@ coral::task<> session(Socket socket, server_context& server, routes served = rou
       // (a busy keep-alive client might never leave the idle wait's path).
       if (server.stopping.is_set()) break;
     }
-    boost::system::error_code ignored;
-    socket.shutdown(Socket::shutdown_send, ignored);
     // Requests the client sent after the last one answered: as after a refusal, the close must not
     // reset the connection before the client has read the last response.
-    if (buffer.size() > 0 || arrived(socket)) co_await linger(socket, server);
+    co_await end_gracefully(socket, buffer.size() > 0, server);
   } catch (const coral::timeout_error&) {
     // Idle for too long, or a response the client does not read: close (a reset, for the latter).
     boost::system::error_code ignored;
-    socket.close(ignored);
+    beast::get_lowest_layer(socket).close(ignored);
   } catch (const boost::system::system_error& e) {
     if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
     // the client went away (end of stream, reset): only this session is affected

@@ -30,6 +30,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <chrono>
 #include <coral/coral.hpp>
 #include <cstdio>
@@ -50,6 +51,16 @@ namespace net_demo {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
+
+// A TLS stream over a socket (beast::ssl_stream, tls.hpp). A session is written once for a plain
+// socket and for one of these: they differ in how a session waits for its client and how it
+// closes (wait_for_client, end_gracefully). Options, time-outs and I/O on the socket itself go to
+// the socket under the stream (beast::get_lowest_layer: the socket itself when it is plain).
+template <class Stream>
+concept tls_stream = requires(Stream& s) {
+  s.next_layer();
+  s.native_handle();
+};
 
 struct options {
   asio::ip::address bind = asio::ip::address_v4::loopback();
@@ -125,10 +136,13 @@ class shutdown_signal {
   // one thing at a time (a strand on a shared io_context) and is where set() cancels its wait.
   class session {
    public:
-    template <class Socket>
-    session(shutdown_signal& signal, Socket& socket, asio::any_io_executor own)
-        : signal_(signal), entry_(std::make_shared<entry>(&socket, &cancel_socket<Socket>, std::move(own))) {
+    template <class Stream>
+    session(shutdown_signal& signal, Stream& stream, asio::any_io_executor own)
+        : signal_(signal), entry_(entry_for(boost::beast::get_lowest_layer(stream), std::move(own))) {
       signal_.link(entry_);
+      // A session that starts after set() has collected the sessions it wakes (a TLS handshake
+      // can take that long) is woken here: set() sets its event before it collects.
+      if (signal_.is_set()) entry_->woken = true;
     }
     ~session() {
       entry_->ended = true;  // (on the session's executor: a cancellation queued there now does nothing)
@@ -144,6 +158,10 @@ class shutdown_signal {
     void idle(bool on) noexcept { entry_->idle = on; }
 
    private:
+    template <class Socket>
+    static std::shared_ptr<entry> entry_for(Socket& socket, asio::any_io_executor own) {
+      return std::make_shared<entry>(&socket, &cancel_socket<Socket>, std::move(own));
+    }
     template <class Socket>
     static void cancel_socket(void* socket) {
       boost::system::error_code ignored;
@@ -207,7 +225,7 @@ class shutdown_signal {
 template <class Socket>
 bool arrived(Socket& socket) {
   boost::system::error_code error;
-  return socket.available(error) > 0;  // (an error shows in the read that follows)
+  return boost::beast::get_lowest_layer(socket).available(error) > 0;  // (an error shows in the read that follows)
 }
 
 // Until the client has sent something. Peeking, not reading: a wait that loses its race to the
@@ -227,7 +245,7 @@ coral::task<> name_session(const char* what, Socket& socket) {
   if (!coral::task_tracking()) co_return;
   boost::system::error_code error;
   std::ostringstream name;
-  name << what << ' ' << socket.remote_endpoint(error);
+  name << what << ' ' << boost::beast::get_lowest_layer(socket).remote_endpoint(error);
   co_await coral::this_task::set_name(name.str());
 }
 
@@ -252,7 +270,7 @@ coral::task<std::size_t> write_some(Socket& socket, Buffers buffers) {
 template <class Socket>
 void reset_on_close(Socket& socket) {
   boost::system::error_code ignored;
-  socket.set_option(asio::socket_base::linger(true, 0), ignored);
+  boost::beast::get_lowest_layer(socket).set_option(asio::socket_base::linger(true, 0), ignored);
 }
 
 // dropped for it; one whose socket accepts nothing for `limit` is (coral::timeout_error).
@@ -304,6 +322,52 @@ template <class Socket>
 coral::task<bool> wait_for_client(Socket& socket, shutdown_signal::session& me, std::chrono::milliseconds limit) {
   if (arrived(socket)) co_return true;  // (skips a round trip through epoll)
   co_return co_await coral::with_timeout(limit, client_or_woken(socket, me));
+}
+
+// The same on a TLS stream, which reads what arrives into `buffer`: what the client sent may be
+// inside the stream already (a record read with the previous one, not yet decrypted), where no
+// wait on the socket sees it. A read that loses to the shutdown may take bytes with it, which the
+// session, ending, would not have answered anyway.
+template <tls_stream Stream, class DynamicBuffer>
+coral::task<bool> read_or_woken(Stream& stream, DynamicBuffer& buffer, shutdown_signal::session& me) {
+  if (me.woken()) co_return false;
+  me.idle(true);
+  auto [error, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(coral::use_task));
+  me.idle(false);
+  if (error == asio::error::operation_aborted && me.woken()) co_return false;
+  if (error) throw boost::system::system_error(error);
+  buffer.commit(n);
+  co_return true;
+}
+
+// A session's idle wait on a plain socket or a TLS stream (whose wait reads into `buffer`).
+template <class Stream, class DynamicBuffer>
+coral::task<bool> wait_for_client(Stream& stream, DynamicBuffer& buffer, shutdown_signal::session& me,
+                                  std::chrono::milliseconds limit) {
+  if constexpr (tls_stream<Stream>) {
+    co_return co_await coral::with_timeout(limit, read_or_woken(stream, buffer, me));
+  } else {
+    co_return co_await wait_for_client(stream, me, limit);
+  }
+}
+
+// How long a TLS session that ends waits for the client's close_notify after its own (the client
+// may not be reading): a clean close for a client that answers, and no session held long by one
+// that does not.
+inline constexpr auto close_notify_wait = 1s;
+
+// Ends TLS on `stream` cleanly: the session's close_notify, then what the client still sends is
+// read and dropped until its close_notify or end of stream, for at most close_notify_wait.
+template <tls_stream Stream>
+coral::task<> close_tls(Stream& stream) {
+  try {
+    co_await coral::with_timeout(close_notify_wait,
+                                 [&]() -> coral::task<> { co_await stream.async_shutdown(coral::use_task); }());
+  } catch (const coral::timeout_error&) {
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
+    // the client's end of stream, or its reset, without a close_notify
+  }
 }
 
 // Whether an accept failed for want of resources (descriptors, memory), which only time frees.
@@ -358,6 +422,13 @@ inline coral::task<> refuse_connection(tcp::socket socket, std::string_view refu
   }
 }
 
+// A plain server's refusal of a connection: refuse_connection with `refusal`. (serve() and run()
+// take any callable that returns the refusal's task for a socket: a TLS server's first shakes
+// hands, tls.hpp.)
+inline auto refuse_with(std::string_view refusal) {
+  return [refusal](tcp::socket socket) { return refuse_connection(std::move(socket), refusal); };
+}
+
 // The slots serve() hands out: made before the io_context(s) the sessions run on, since a slot is
 // given back when its task's callable is destroyed, which may come after serve() has returned.
 // The private listener's sessions have slots of their own, so that a public port that is full
@@ -376,11 +447,10 @@ struct connection_slots {
 // private listener's, until a signal; then the two phases above. A session holds one of the
 // o.max_connections slots (one of the private_connections, for the private listener's) from its
 // accept until its task has ended, however it ends; a connection accepted when none is free gets
-// `refusal` (refuse_connection).
-template <class Session, class PrivateSession = std::nullptr_t>
-coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, connection_slots& slots,
-                    std::string_view refusal, Session session,
-                    [[maybe_unused]] PrivateSession private_session = nullptr) {
+// the task `refuse(socket)` (refuse_with, for a plain server).
+template <class Refuse, class Session, class PrivateSession = std::nullptr_t>
+coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, connection_slots& slots, Refuse refuse,
+                    Session session, [[maybe_unused]] PrivateSession private_session = nullptr) {
   auto executor = co_await coral::this_task::executor;
   coral::task_group sessions(executor);
   auto accept_loop = [&](tcp::acceptor& acceptor, auto& session, coral::semaphore& free_slots,
@@ -409,9 +479,9 @@ coral::task<> serve(listener& l, const options& o, shutdown_signal& stopping, co
       if (!free_slots.try_acquire()) {
         if (refused++ == 0) std::fprintf(stderr, "accept: %zu connections: refusing more\n", slot_count);
         if (slots.refusals.try_acquire()) {
-          sessions.spawn(where, [refusal, s = std::move(socket),
+          sessions.spawn(where, [&refuse, s = std::move(socket),
                                  slot = coral::semaphore_permit(slots.refusals, std::adopt_lock)]() mutable {
-            return refuse_connection(std::move(s), refusal);
+            return refuse(std::move(s));
           });
         }
         continue;  // (without a refusal slot: closed at once)
@@ -492,13 +562,13 @@ inline tcp::acceptor listening_acceptor(asio::io_context& context, const tcp::en
   throw boost::system::system_error(e.code(), what.str());
 }
 
-// Runs `serve(listener, o, stopping, slots, refusal, session)` on o.threads threads sharing an
+// Runs `serve(listener, o, stopping, slots, refuse, session)` on o.threads threads sharing an
 // io_context, or on an io_pool of o.io_pool contexts; returns the exit status. SIGINT and SIGTERM are caught from
 // before the port is announced: a supervisor that stops the server as soon as it listens gets the
 // graceful shutdown too. With a private_listener, its acceptor listens on 127.0.0.1 (whatever
 // --bind says), on the first context.
-template <class Session, class Private = no_private_listener>
-int run(const options& o, shutdown_signal& stopping, std::string_view refusal, Session session,
+template <class Refuse, class Session, class Private = no_private_listener>
+int run(const options& o, shutdown_signal& stopping, Refuse refuse, Session session,
         [[maybe_unused]] Private private_side = {}) {
   constexpr bool has_private = !std::is_same_v<Private, no_private_listener>;
   // A connection is a descriptor: allow as many as the system lets this process have.
@@ -533,9 +603,9 @@ int run(const options& o, shutdown_signal& stopping, std::string_view refusal, S
   connection_slots slots(o.max_connections);  // (before the contexts: see there)
   auto serving = [&](listener& l) {
     if constexpr (has_private) {
-      return serve(l, o, stopping, slots, refusal, session, private_side.session);
+      return serve(l, o, stopping, slots, refuse, session, private_side.session);
     } else {
-      return serve(l, o, stopping, slots, refusal, session);
+      return serve(l, o, stopping, slots, refuse, session);
     }
   };
   try {
