@@ -438,12 +438,13 @@ coral::task<> linger(Socket& socket, const server_context& server) {
 
 // Closes a connection gracefully after its last response: a close with the client's bytes unread
 // would reset the connection, and the client, still sending, might never read that response. On a
-// plain socket, the send side is shut down, then what the client sends (`unread`: the session holds
-// some) is read and dropped (linger); on TLS, close_tls (server.hpp).
+// plain socket, the send side is shut down, then what the client sends (`unread`: it is known to
+// have sent more) is read and dropped (linger); on TLS, close_tls (server.hpp), as long as linger
+// when `unread`.
 template <class Socket>
 coral::task<> end_gracefully(Socket& socket, bool unread, const server_context& server) {
   if constexpr (tls_stream<Socket>) {
-    co_await close_tls(socket);
+    co_await close_tls(socket, unread ? server.request_timeout : std::chrono::milliseconds(close_notify_wait));
   } else {
     boost::system::error_code ignored;
     socket.shutdown(Socket::shutdown_send, ignored);

@@ -351,18 +351,18 @@ coral::task<bool> wait_for_client(Stream& stream, DynamicBuffer& buffer, shutdow
   }
 }
 
-// How long a TLS session that ends waits for the client's close_notify after its own (the client
-// may not be reading): a clean close for a client that answers, and no session held long by one
-// that does not.
+// How long a TLS session that ends waits for the client's close_notify after its own, when the
+// client is not known to be sending (it may not be reading either): a clean close for a client
+// that answers, and no session held long by one that does not.
 inline constexpr auto close_notify_wait = 1s;
 
 // Ends TLS on `stream` cleanly: the session's close_notify, then what the client still sends is
-// read and dropped until its close_notify or end of stream, for at most close_notify_wait.
+// read and dropped until its close_notify or end of stream, for at most `limit` (the TLS form of a
+// lingering close: a client still sending reads the last response rather than a reset).
 template <tls_stream Stream>
-coral::task<> close_tls(Stream& stream) {
+coral::task<> close_tls(Stream& stream, std::chrono::milliseconds limit) {
   try {
-    co_await coral::with_timeout(close_notify_wait,
-                                 [&]() -> coral::task<> { co_await stream.async_shutdown(coral::use_task); }());
+    co_await coral::with_timeout(limit, [&]() -> coral::task<> { co_await stream.async_shutdown(coral::use_task); }());
   } catch (const coral::timeout_error&) {
   } catch (const boost::system::system_error& e) {
     if (e.code() == asio::error::operation_aborted) throw;  // the shutdown's second phase
