@@ -69,16 +69,18 @@ void __libc_free(void*);
 namespace {
 std::atomic<long> allocations{0};
 std::atomic<long> live_bytes{0};
+// Off where callgrind counts instructions, so that the counting does not add to them.
+bool counting = false;
 
 void* counted(void* p) noexcept {
-  if (p) {
+  if (p && counting) {
     allocations.fetch_add(1, std::memory_order_relaxed);
     live_bytes.fetch_add(static_cast<long>(malloc_usable_size(p)), std::memory_order_relaxed);
   }
   return p;
 }
 void uncount(void* p) noexcept {
-  if (p) live_bytes.fetch_sub(static_cast<long>(malloc_usable_size(p)), std::memory_order_relaxed);
+  if (p && counting) live_bytes.fetch_sub(static_cast<long>(malloc_usable_size(p)), std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -90,14 +92,15 @@ void* calloc(std::size_t count, std::size_t size) noexcept {
   return counted(__libc_calloc(count, size));
 }
 void* realloc(void* p, std::size_t size) noexcept {
-  uncount(p);
+  const long old_size = p && counting ? static_cast<long>(malloc_usable_size(p)) : 0;
   void* moved = __libc_realloc(p, size);
-  if (!moved && size != 0) {  // failed: p is still there
-    counted(p);
-    allocations.fetch_sub(1, std::memory_order_relaxed);
-    return nullptr;
+  if (moved && counting) {
+    allocations.fetch_add(1, std::memory_order_relaxed);
+    live_bytes.fetch_add(static_cast<long>(malloc_usable_size(moved)) - old_size, std::memory_order_relaxed);
+  } else if (!moved && size == 0) {  // freed
+    live_bytes.fetch_sub(old_size, std::memory_order_relaxed);
   }
-  return counted(moved);
+  return moved;
 }
 void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
   return counted(__libc_memalign(alignment, size));
@@ -631,6 +634,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const long n = argc > 1 ? std::atol(argv[1]) : 10'000;
+  counting = true;
   for (const auto& c : cases) {
     const per_op coral_side = steady(c.coral, n), asio_side = steady(c.asio, n);
     report((std::string(c.name) + "_allocations").c_str(), coral_side.allocations, asio_side.allocations,
