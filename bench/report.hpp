@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-// One line per case: `case=<name> coral=<value> asio=<value> unit=<unit> ratio=<coral/asio>`.
+// One line per case: `case=<name> coral=<value> asio=<value> unit=<unit> ratio=<coral/asio>` (1
+// where both are the same, zero included).
 inline void report(const char* name, double coral, double asio, const char* unit) {
-  std::printf("case=%s coral=%.3f asio=%.3f unit=%s ratio=%.3f\n", name, coral, asio, unit, coral / asio);
+  std::printf("case=%s coral=%.3f asio=%.3f unit=%s ratio=%.3f\n", name, coral, asio, unit,
+              coral == asio ? 1.0 : coral / asio);
   std::fflush(stdout);
 }
 
