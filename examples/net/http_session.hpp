@@ -49,10 +49,12 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/version.hpp>
 #include <boost/json.hpp>
 #include <boost/url.hpp>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <optional>
@@ -371,7 +373,7 @@ coral::task<bool> read_request_line(Socket& socket, beast::flat_buffer& buffer) 
     if (front.find('\n') != std::string_view::npos) co_return true;
     if (buffer.size() >= header_limit) co_return false;
     auto [error, n] = co_await socket.async_read_some(buffer.prepare(4096), asio::as_tuple(coral::use_task));
-    if (error == asio::error::eof) throw boost::system::system_error(http::error::partial_message);
+    if (ended_by_client<Socket>(error)) throw boost::system::system_error(http::error::partial_message);
     if (error) throw boost::system::system_error(error);
     buffer.commit(n);
   }
@@ -407,7 +409,18 @@ coral::task<std::optional<response>> receive_request(Socket& socket, beast::flat
     co_return refusal(http::status::uri_too_long, "request target too long");
   if (!accept_version(buffer))
     co_return refusal(http::status::http_version_not_supported, "HTTP version not supported");
-  co_await http::async_read_header(socket, buffer, parser, coral::use_task);
+#if BOOST_BEAST_VERSION >= 356
+  // Beast 1.87 and later count the request line in the header limit, which held the fields alone
+  // before: the fields keep a limit of their own (the line has its own: 414).
+  const auto line = std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()).find('\n') + 1;
+  parser.header_limit(static_cast<std::uint32_t>(line + header_limit));
+#endif
+  // (Beast says partial_message for a header the client ends in the middle of; a TLS stream
+  // ended without the client's close_notify, the same.)
+  if (auto [error, n] = co_await http::async_read_header(socket, buffer, parser, asio::as_tuple(coral::use_task));
+      error) {
+    throw boost::system::system_error(stream_end<Socket>::truncated(error) ? http::error::partial_message : error);
+  }
   if (auto refused = check_header(parser)) co_return refused;
   if (expects_continue(parser.get())) {
     const auto target = target_of(parser.get());
@@ -631,6 +644,7 @@ coral::task<answered_with_body> answer_with_body(Socket& socket, beast::flat_buf
     body.size = piece.size();
     while (body.size == piece.size() && !parser.is_done()) {
       auto [error, n] = co_await http::async_read_some(socket, buffer, parser, asio::as_tuple(coral::use_task));
+      if (stream_end<Socket>::truncated(error)) throw boost::system::system_error(http::error::partial_message);
       if (error && error != http::error::need_buffer) throw boost::system::system_error(error);
     }
     co_return piece.size() - body.size;
@@ -646,7 +660,11 @@ coral::task<answered_with_body> answer_with_body(Socket& socket, beast::flat_buf
       }());
     }
   } catch (const boost::system::system_error& e) {
-    auto refused = refusal_for(e);
+    // The header limit, reached in the body, is the trailer section's (Beast 1.87 and later apply
+    // it there): as for a trailer section that does not fit in the read buffer, 400.
+    auto refused = e.code() == http::error::header_limit
+                       ? refusal(http::status::bad_request, "chunk-size line or trailers too large")
+                       : refusal_for(e);
     if (!refused) throw;
     co_return answered_with_body{std::move(refused)};
   }

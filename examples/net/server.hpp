@@ -62,6 +62,20 @@ concept tls_stream = requires(Stream& s) {
   s.native_handle();
 };
 
+// Whether a read on a Stream failed because the connection ended without the client saying so: a
+// TLS stream's end without the client's close_notify (tls.hpp says which error that is). A plain
+// socket has no such end.
+template <class Stream>
+struct stream_end {
+  static bool truncated(const boost::system::error_code&) noexcept { return false; }
+};
+
+// Whether a read on a Stream failed because the client ended the connection, said or not.
+template <class Stream>
+bool ended_by_client(const boost::system::error_code& error) noexcept {
+  return error == asio::error::eof || stream_end<Stream>::truncated(error);
+}
+
 struct options {
   asio::ip::address bind = asio::ip::address_v4::loopback();
   unsigned short port = 55555;
@@ -327,7 +341,8 @@ coral::task<bool> wait_for_client(Socket& socket, shutdown_signal::session& me, 
 // The same on a TLS stream, which reads what arrives into `buffer`: what the client sent may be
 // inside the stream already (a record read with the previous one, not yet decrypted), where no
 // wait on the socket sees it. A read that loses to the shutdown may take bytes with it, which the
-// session, ending, would not have answered anyway.
+// session, ending, would not have answered anyway. False also when the client ended the
+// connection (with its close_notify or without), so that the session ends TLS with its own.
 template <tls_stream Stream, class DynamicBuffer>
 coral::task<bool> read_or_woken(Stream& stream, DynamicBuffer& buffer, shutdown_signal::session& me) {
   if (me.woken()) co_return false;
@@ -335,6 +350,7 @@ coral::task<bool> read_or_woken(Stream& stream, DynamicBuffer& buffer, shutdown_
   auto [error, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(coral::use_task));
   me.idle(false);
   if (error == asio::error::operation_aborted && me.woken()) co_return false;
+  if (ended_by_client<Stream>(error)) co_return false;
   if (error) throw boost::system::system_error(error);
   buffer.commit(n);
   co_return true;

@@ -16,6 +16,19 @@
 
 #include "http_session.hpp"
 
+namespace net_demo {
+
+// A TLS stream can end without the client's close_notify: a truncation, which a session takes as
+// the end of stream it stands for.
+template <>
+struct stream_end<boost::beast::ssl_stream<tcp::socket>> {
+  static bool truncated(const boost::system::error_code& error) noexcept {
+    return error == asio::ssl::error::stream_truncated;
+  }
+};
+
+}  // namespace net_demo
+
 namespace net_demo::http_demo {
 
 using https_stream = beast::ssl_stream<tcp::socket>;
@@ -33,17 +46,22 @@ inline asio::ssl::context server_tls_context(const std::string& certificate_chai
   };
   use(certificate_chain, [&](const std::string& f, auto& e) { tls.use_certificate_chain_file(f, e); });
   use(private_key, [&](const std::string& f, auto& e) { tls.use_private_key_file(f, asio::ssl::context::pem, e); });
+  // An idle connection does not keep OpenSSL's read and write buffers (about 34 KB).
+  SSL_CTX_set_mode(tls.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   return tls;
 }
 
-// The server side of the handshake, within `limit`: false when it failed or took too long (the
-// socket is closed then; nothing was served). The shutdown's second phase goes on as an exception.
-inline coral::task<bool> accept_tls(https_stream& stream, std::chrono::milliseconds limit) {
+// The server side of the handshake, within `limit`: false when it failed, took too long or was
+// still going when the shutdown began (a handshake is no request in flight: the shutdown's first
+// phase ends it, as it ends an idle session); the socket is closed then, and nothing was served.
+// The shutdown's second phase goes on as an exception.
+inline coral::task<bool> accept_tls(https_stream& stream, std::chrono::milliseconds limit, shutdown_signal& stopping) {
   try {
-    co_await coral::with_timeout(limit, [&]() -> coral::task<> {
+    auto handshake = [&]() -> coral::task<> {
       co_await stream.async_handshake(asio::ssl::stream_base::server, coral::use_task);
-    }());
-    co_return true;
+    };
+    const auto first = co_await coral::with_timeout(limit, coral::when_any(handshake(), until_set(stopping.event())));
+    if (first.index() == 0) co_return true;
   } catch (const coral::timeout_error&) {
   } catch (const boost::system::system_error& e) {
     if (e.code() == asio::error::operation_aborted) throw;
@@ -57,7 +75,9 @@ inline coral::task<bool> accept_tls(https_stream& stream, std::chrono::milliseco
 inline coral::task<> tls_session(tcp::socket socket, asio::ssl::context& tls, server_context& server,
                                  routes served = routes::demo) {
   https_stream stream(std::move(socket), tls);
-  if (co_await accept_tls(stream, server.request_timeout)) co_await session(std::move(stream), server, served);
+  if (co_await accept_tls(stream, server.request_timeout, server.stopping)) {
+    co_await session(std::move(stream), server, served);
+  }
 }
 
 // What a TLS server's connection past --max-connections gets: `refusal` (a whole response) over

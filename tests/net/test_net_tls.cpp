@@ -123,6 +123,11 @@ class tls_client {
       if (error) return error;
     }
   }
+  // The client's close_notify, and the server's in return: its error (none when the server
+  // answers with its own).
+  boost::system::error_code shutdown() {
+    return complete([&](auto done) { stream_.async_shutdown(done); }, "the TLS shutdown").first;
+  }
   tcp::socket& socket() { return stream_.next_layer(); }
 
  private:
@@ -262,8 +267,9 @@ BOOST_AUTO_TEST_CASE(https_a_stalled_handshake_is_cut_off_and_a_full_server_refu
   BOOST_TEST(server.interrupt() == 0);
 }
 
-// SIGTERM: a session waiting for its next request ends at once with a close_notify; the server
-// exits within the grace period.
+// SIGTERM: a session waiting for its next request ends at once with a close_notify, and a
+// handshake not yet begun (a client that connected and said nothing) ends at once too: the
+// server exits without waiting for the grace period.
 BOOST_AUTO_TEST_CASE(https_graceful_shutdown_closes_tls_cleanly) {
   certificates certs;
   server_process server(arguments(certs));
@@ -271,9 +277,19 @@ BOOST_AUTO_TEST_CASE(https_graceful_shutdown_closes_tls_cleanly) {
   BOOST_REQUIRE(!idle.handshake());
   idle.write("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
   BOOST_TEST(idle.response().result_int() == 200);
+  auto silent = connect_to(server.endpoint());
+  {  // (the silent connection has been accepted: a request on another one was answered after it)
+    tls_client other(server.endpoint(), certs.file("ca.pem"));
+    BOOST_REQUIRE(!other.handshake());
+    other.write("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    BOOST_TEST(other.response().result_int() == 200);
+  }
   server.signal(SIGTERM);
   const auto closed = idle.wait_for_close();
   BOOST_TEST((closed == asio::error::eof), closed.message());
+  const auto silent_closed = wait_for_close(silent);
+  BOOST_TEST((silent_closed == asio::error::eof || silent_closed == asio::error::connection_reset),
+             silent_closed.message());
   BOOST_TEST(server.exit_status() == 0);
   BOOST_TEST(server.output().find("all sessions ended") != std::string::npos, server.output());
   BOOST_TEST(server.output().find("grace period over") == std::string::npos, server.output());
@@ -295,4 +311,31 @@ BOOST_AUTO_TEST_CASE(https_bad_certificate_options_are_refused_at_start) {
                                                      " --tls-key " + certs.file("server.pem"));
   BOOST_TEST(swapped_status == 1, swapped);
   BOOST_TEST(swapped.find("listening") == std::string::npos, swapped);
+}
+
+// A client that ends the connection first gets a clean end: after its close_notify, the server's
+// own; a request it cuts short with a plain TCP close (no close_notify) is a partial message, 400,
+// as over plain TCP.
+BOOST_AUTO_TEST_CASE(https_a_client_that_ends_the_connection_first) {
+  certificates certs;
+  server_process server(arguments(certs));
+  {
+    tls_client client(server.endpoint(), certs.file("ca.pem"));
+    BOOST_REQUIRE(!client.handshake());
+    client.write("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    BOOST_TEST(client.response().result_int() == 200);
+    const auto ended = client.shutdown();
+    BOOST_TEST(!ended, ended.message());  // the server answered with its close_notify
+  }
+  {
+    tls_client client(server.endpoint(), certs.file("ca.pem"));
+    BOOST_REQUIRE(!client.handshake());
+    client.write("GET /sta");
+    client.socket().shutdown(tcp::socket::shutdown_send);
+    const auto res = client.response();
+    BOOST_TEST(res.result_int() == 400);
+    BOOST_TEST(!res.keep_alive());
+    BOOST_TEST(res.body() == "bad request\n");
+  }
+  BOOST_TEST(server.interrupt() == 0);
 }
