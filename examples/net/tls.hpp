@@ -46,8 +46,6 @@ inline asio::ssl::context server_tls_context(const std::string& certificate_chai
   };
   use(certificate_chain, [&](const std::string& f, auto& e) { tls.use_certificate_chain_file(f, e); });
   use(private_key, [&](const std::string& f, auto& e) { tls.use_private_key_file(f, asio::ssl::context::pem, e); });
-  // An idle connection does not keep OpenSSL's read and write buffers (about 34 KB).
-  SSL_CTX_set_mode(tls.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   return tls;
 }
 
