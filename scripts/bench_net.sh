@@ -61,8 +61,8 @@ trap 'rm -rf "$bench_out" "$bench_out".* "$tls"' EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/key.pem" -out "$tls/cert.pem" \
   -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 2>/dev/null
 tls_args="--tls-cert $tls/cert.pem --tls-key $tls/key.pem"
-SCHEME=https http_case https_1_threads "--threads 1 $tls_args" "--threads 1 $tls_args"
-SCHEME=https http_case https_io_pool_2_vs_io_contexts "--io-pool 2 $tls_args" "--io-contexts 2 $tls_args"
+SCHEME=https http_case 1_threads "--threads 1 $tls_args" "--threads 1 $tls_args"
+SCHEME=https http_case io_pool_2_vs_io_contexts "--io-pool 2 $tls_args" "--io-contexts 2 $tls_args"
 
 start $bin/examples/net/echo_server
 coral=$($bin/bench/echo_load --port "$port" --idle 10000 --pid "$pid" | sed 's/^[^=]*=\([0-9.]*\).*/\1/')

@@ -43,12 +43,13 @@ http_run() {
   cpu=$(awk -v t="$used" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v d="$duration" 'BEGIN { printf "%.2f", t / hz * 1e6 / (r * d) }')
 }
 # http_case <name> <coral args> <baseline args>: coral's demo ($coral_http) against Beast's
-# server ($beast_http)
+# server ($beast_http); the cases are named http_<name> (https_<name> with SCHEME=https)
 http_case() {
   http_run "$coral_http" $2
   local coral_rps=$rps coral_p99=$p99 coral_cpu=$cpu
   http_run "$beast_http" $3
-  line "http_$1" "$coral_rps" "$rps" requests/s
-  line "http_p99_$1" "$coral_p99" "$p99" ms
-  line "http_cpu_$1" "$coral_cpu" "$cpu" us/request
+  local kind=${SCHEME:-http}
+  line "${kind}_$1" "$coral_rps" "$rps" requests/s
+  line "${kind}_p99_$1" "$coral_p99" "$p99" ms
+  line "${kind}_cpu_$1" "$coral_cpu" "$cpu" us/request
 }
