@@ -18,10 +18,12 @@
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace server_test {
@@ -236,6 +238,18 @@ inline boost::system::error_code wait_for_close(tcp::socket& socket) {
   next();
   run_until(done, "the server to close the connection");
   return error;
+}
+
+// Runs `command` with sh to its end: what it printed (standard output and error) and its exit
+// status (128 + the signal if a signal ended it).
+inline std::pair<std::string, int> run_command(const std::string& command) {
+  FILE* out = ::popen((command + " 2>&1 </dev/null").c_str(), "r");
+  BOOST_REQUIRE(out != nullptr);
+  std::string said;
+  char chunk[512];
+  while (const std::size_t n = std::fread(chunk, 1, sizeof chunk, out)) said.append(chunk, n);
+  const int status = ::pclose(out);
+  return {said, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
 }
 
 inline std::string pattern(std::size_t n, unsigned seed) {

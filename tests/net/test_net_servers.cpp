@@ -47,13 +47,7 @@ bool ipv6_loopback() {
 std::pair<std::string, int> run_to_exit(const std::vector<std::string>& arguments) {
   std::string command = boost::unit_test::framework::master_test_suite().argv[1];
   for (const auto& a : arguments) command += " '" + a + "'";
-  FILE* out = ::popen((command + " 2>&1 </dev/null").c_str(), "r");
-  BOOST_REQUIRE(out != nullptr);
-  std::string said;
-  char chunk[512];
-  while (const std::size_t n = std::fread(chunk, 1, sizeof chunk, out)) said.append(chunk, n);
-  const int status = ::pclose(out);
-  return {said, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+  return run_command(command);
 }
 
 }  // namespace

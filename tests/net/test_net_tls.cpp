@@ -24,17 +24,6 @@ namespace ssl = asio::ssl;
 
 namespace {
 
-// What `command` printed (standard output and error), and its exit status.
-std::pair<std::string, int> run_command(const std::string& command) {
-  FILE* out = ::popen((command + " 2>&1 </dev/null").c_str(), "r");
-  BOOST_REQUIRE(out != nullptr);
-  std::string said;
-  char chunk[512];
-  while (const std::size_t n = std::fread(chunk, 1, sizeof chunk, out)) said.append(chunk, n);
-  const int status = ::pclose(out);
-  return {said, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-}
-
 // A certificate authority made for this run, a server certificate it signed for localhost and
 // 127.0.0.1, and a second authority that signed nothing of the server's. Removed at the end.
 struct certificates {
