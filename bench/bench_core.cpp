@@ -15,8 +15,10 @@
 
 #include "await_workload.hpp"
 #include "report.hpp"
+#include "task_workloads.hpp"
 
 namespace asio = boost::asio;
+using namespace task_workloads;
 
 namespace {
 
@@ -26,19 +28,6 @@ coral::task<> coral_yield_loop(long n) {
 asio::awaitable<void> asio_yield_loop(long n) {
   auto ex = co_await asio::this_coro::executor;
   for (long i = 0; i < n; ++i) co_await asio::post(ex, asio::use_awaitable);
-}
-
-coral::task<int> coral_short_child(int v) {
-  co_return v + 1;
-}
-coral::task<int> coral_short_task(int v) {
-  co_return co_await coral_short_child(v);
-}
-asio::awaitable<int> asio_short_child(int v) {
-  co_return v + 1;
-}
-asio::awaitable<int> asio_short_task(int v) {
-  co_return co_await asio_short_child(v);
 }
 
 // Spawns n tasks on a 2-thread pool through `spawn_one(pool, on_done)` and waits for every

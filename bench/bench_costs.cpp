@@ -51,8 +51,10 @@
 
 #include "await_workload.hpp"
 #include "report.hpp"
+#include "task_workloads.hpp"
 
 namespace asio = boost::asio;
+using namespace task_workloads;
 using namespace std::chrono_literals;
 
 // ---- every heap allocation of the program, counted, and the bytes it holds. Counted at malloc,
@@ -180,18 +182,6 @@ totals asio_yield(long n) {
 }
 
 // ---- spawn
-coral::task<int> coral_short_child(int v) {
-  co_return v + 1;
-}
-coral::task<int> coral_short_task(int v) {
-  co_return co_await coral_short_child(v);
-}
-asio::awaitable<int> asio_short_child(int v) {
-  co_return v + 1;
-}
-asio::awaitable<int> asio_short_task(int v) {
-  co_return co_await asio_short_child(v);
-}
 
 // Each spawned task returns 2; the sum tells that every one ran once.
 template <class SpawnOne>
@@ -321,38 +311,6 @@ totals asio_buffered(long n) {
 }
 
 // ---- when_all_10
-coral::task<int> coral_child(int v) {
-  co_return v;
-}
-asio::awaitable<int> asio_child(int v) {
-  co_return v;
-}
-coral::task<long> coral_when_all_loop(long n) {
-  long sum = 0;
-  for (long i = 0; i < n; ++i) {
-    auto [a, b, c, d, e, f, g, h, k, l] =
-        co_await coral::when_all(coral_child(1), coral_child(2), coral_child(3), coral_child(4), coral_child(5),
-                                 coral_child(6), coral_child(7), coral_child(8), coral_child(9), coral_child(10));
-    sum += a + b + c + d + e + f + g + h + k + l;
-  }
-  co_return sum;
-}
-asio::awaitable<long> asio_when_all_loop(long n) {
-  auto ex = co_await asio::this_coro::executor;
-  long sum = 0;
-  for (long i = 0; i < n; ++i) {
-    auto [order, e1, a, e2, b, e3, c, e4, d, e5, e, e6, f, e7, g, e8, h, e9, k, e10, l] =
-        co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex, asio_child(1), asio::deferred), asio::co_spawn(ex, asio_child(2), asio::deferred),
-            asio::co_spawn(ex, asio_child(3), asio::deferred), asio::co_spawn(ex, asio_child(4), asio::deferred),
-            asio::co_spawn(ex, asio_child(5), asio::deferred), asio::co_spawn(ex, asio_child(6), asio::deferred),
-            asio::co_spawn(ex, asio_child(7), asio::deferred), asio::co_spawn(ex, asio_child(8), asio::deferred),
-            asio::co_spawn(ex, asio_child(9), asio::deferred), asio::co_spawn(ex, asio_child(10), asio::deferred))
-            .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
-    sum += a + b + c + d + e + f + g + h + k + l;
-  }
-  co_return sum;
-}
 totals coral_when_all(long n) {
   return measure([n](asio::io_context& ctx) {
     coral::spawn(ctx, coral_when_all_loop(n),
