@@ -439,30 +439,6 @@ totals asio_mutex(long n) {
 }
 
 // ---- timeout_op
-coral::task<int> coral_op() {
-  co_await coral::yield();
-  co_return 1;
-}
-asio::awaitable<int> asio_op() {
-  co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
-  co_return 1;
-}
-coral::task<long> coral_timeout_loop(long n) {
-  long sum = 0;
-  for (long i = 0; i < n; ++i) sum += co_await coral::with_timeout(1s, coral_op());
-  co_return sum;
-}
-asio::awaitable<long> asio_timeout_loop(long n) {
-  using namespace asio::experimental::awaitable_operators;
-  auto ex = co_await asio::this_coro::executor;
-  long sum = 0;
-  for (long i = 0; i < n; ++i) {
-    asio::steady_timer timer(ex, 1s);
-    auto r = co_await (asio_op() || timer.async_wait(asio::use_awaitable));
-    if (r.index() == 0) sum += std::get<0>(r);
-  }
-  co_return sum;
-}
 totals coral_timeout(long n) {
   return measure([n](asio::io_context& ctx) {
     coral::spawn(ctx, coral_timeout_loop(n),
