@@ -51,22 +51,10 @@ coral::task<response> exchange(Stream& stream, const urls::url_view& url) {
   co_return parser.release();
 }
 
-// The URL's host as a name or an address (an IPv6 one without its brackets).
-std::string host_of(const urls::url_view& url) {
-  switch (url.host_type()) {
-    case urls::host_type::ipv4:
-      return url.host_ipv4_address().to_string();
-    case urls::host_type::ipv6:
-      return url.host_ipv6_address().to_string();
-    default:
-      return url.host();
-  }
-}
-
 coral::task<response> get(const urls::url_view& url, asio::ssl::context& tls) {
   auto executor = co_await coral::this_task::executor;
   const bool https = url.scheme_id() == urls::scheme::https;
-  const std::string host = host_of(url);
+  const std::string host = url.host_address();  // (an IPv6 address without its brackets)
   tcp::resolver resolver(executor);
   const auto port = url.has_port() ? std::string(url.port()) : std::string(https ? "443" : "80");
   auto endpoints = co_await resolver.async_resolve(host, port, coral::use_task);
