@@ -356,15 +356,19 @@ coral::task<bool> read_or_woken(Stream& stream, DynamicBuffer& buffer, shutdown_
   co_return true;
 }
 
-// A session's idle wait on a plain socket or a TLS stream (whose wait reads into `buffer`).
-template <class Stream, class DynamicBuffer>
+// A session's idle wait on a TLS stream, whose wait reads into `buffer`.
+template <tls_stream Stream, class DynamicBuffer>
 coral::task<bool> wait_for_client(Stream& stream, DynamicBuffer& buffer, shutdown_signal::session& me,
                                   std::chrono::milliseconds limit) {
-  if constexpr (tls_stream<Stream>) {
-    co_return co_await coral::with_timeout(limit, read_or_woken(stream, buffer, me));
-  } else {
-    co_return co_await wait_for_client(stream, me, limit);
-  }
+  co_return co_await coral::with_timeout(limit, read_or_woken(stream, buffer, me));
+}
+
+// The same call on a plain socket is the socket's own wait (not a coroutine: no frame and no await
+// of its own per request).
+template <class Socket, class DynamicBuffer>
+coral::task<bool> wait_for_client(Socket& socket, DynamicBuffer&, shutdown_signal::session& me,
+                                  std::chrono::milliseconds limit) {
+  return wait_for_client(socket, me, limit);
 }
 
 // How long a TLS session that ends waits for the client's close_notify after its own, when the
