@@ -148,6 +148,21 @@ class server_process {
   bool ended_ = false;
 };
 
+// Runs one asynchronous operation of a client to its end: its error and size.
+template <class Initiate>
+std::pair<boost::system::error_code, std::size_t> complete(Initiate initiate, const char* what) {
+  boost::system::error_code error;
+  std::size_t size = 0;
+  bool done = false;
+  initiate([&](boost::system::error_code e, std::size_t n = 0) {
+    error = e;
+    size = n;
+    done = true;
+  });
+  run_until(done, what);
+  return {error, size};
+}
+
 // A client socket connecting to `endpoint`: connected, or with the connect's failure in `error`.
 // `receive_buffer`: the client's socket receive buffer, if given (a small one makes a client that
 // does not read stall the server's writes soon).

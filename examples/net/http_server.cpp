@@ -4,6 +4,7 @@
 //               [--stream-interval-ms 100] [--max-connections 10000] [--debug-port N]
 //               [--tls-cert FILE --tls-key FILE]
 // Try it: curl localhost:55555/  /sleep?ms=500  /stream?n=5  /stats  -d hi localhost:55555/echo
+// The chat room in a browser: http://localhost:55555/chat (open it twice).
 // With --debug-port 6060, what the tasks do (CORAL_TASK_TRACKING=1): curl localhost:6060/debug/tasks
 // With --tls-cert (a PEM certificate chain, the server's first) and --tls-key (its PEM private
 // key), HTTPS on the port (tls.hpp): curl --cacert ca.pem https://localhost:55555/. The debug

@@ -42,6 +42,9 @@
 //   other routes drop the body, and a failure anywhere in it gets its refusal.
 // - Past --max-connections, a connection gets "503 Service Unavailable" with "Connection: close"
 //   and is closed (server.hpp).
+// - GET /chat is a chat page (chat_page.hpp); GET /chat/ws with a WebSocket handshake makes the
+//   connection a participant of the server's chat room until it ends (websocket_chat.hpp); without
+//   one it is 426 Upgrade Required.
 
 #include <algorithm>
 #include <atomic>
@@ -63,7 +66,9 @@
 #include <string_view>
 #include <vector>
 
+#include "chat_page.hpp"
 #include "server.hpp"
+#include "websocket_chat.hpp"
 
 namespace net_demo::http_demo {
 
@@ -115,10 +120,32 @@ struct server_context {
   std::function<void(const request&)> on_request;
   shutdown_signal stopping;
   statistics stats;
+  chat_demo::room chat_room;  // /chat's participants (websocket_chat.hpp)
+
+  // The chat's rules from the server's: a participant is pinged after half the idle timeout of
+  // silence, and is gone after the whole of it; the write timeout is the responses'.
+  websocket_chat::chat_settings chat_settings() const {
+    websocket_chat::chat_settings settings;
+    settings.room.write_timeout = write_timeout;
+    settings.ping_interval = std::max(o.idle_timeout / 2, std::chrono::milliseconds(1));
+    return settings;
+  }
 };
 
 // What a request asks for, known from its header.
-enum class route { root, sleep, stream, echo, stats, debug_tasks, debug_tasks_json, not_found, method_not_allowed };
+enum class route {
+  root,
+  sleep,
+  stream,
+  echo,
+  stats,
+  chat_page,
+  chat_websocket,
+  debug_tasks,
+  debug_tasks_json,
+  not_found,
+  method_not_allowed
+};
 
 // The routes a connection is served: the demo's (the public listener), or the debug routes alone
 // (the private one).
@@ -274,6 +301,8 @@ inline route route_of(const request& req, const std::optional<urls::url_view>& t
   if (path_is(*target, {"sleep"})) return only_if(read_only, route::sleep);
   if (path_is(*target, {"stream"})) return only_if(read_only, route::stream);
   if (path_is(*target, {"stats"})) return only_if(read_only, route::stats);
+  if (path_is(*target, {"chat"})) return only_if(read_only, route::chat_page);
+  if (path_is(*target, {"chat", "ws"})) return only_if(read_only, route::chat_websocket);
   if (path_is(*target, {"echo"})) return only_if(req.method() == http::verb::post, route::echo);
   return route::not_found;
 }
@@ -550,6 +579,13 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server, r
       }
       break;
     }
+    case route::chat_page:
+      res = text(req, http::status::ok, std::string(chat_page), "text/html; charset=utf-8");
+      break;
+    case route::chat_websocket:  // (a request that is not a WebSocket handshake: the session takes those)
+      res = text(req, http::status::upgrade_required, "/chat/ws is a WebSocket: the page at /chat joins it\n");
+      res->set(http::field::upgrade, "websocket");
+      break;
     case route::echo:  // (without a body: answer_with_body echoes one)
       res = text(req, http::status::ok, std::move(req.body()), "application/octet-stream");
       break;
@@ -737,7 +773,22 @@ coral::task<> session(Socket socket, server_context& server, routes served = rou
       if (!refused && parser.is_done()) {
         request req = parser.release();
         if (server.on_request) server.on_request(req);
-        keep_alive = co_await answer(socket, req, server, served);
+        if (beast::websocket::is_upgrade(req) && route_of(req, target_of(req), served) == route::chat_websocket) {
+          // A browser's page joining the chat: the connection becomes a WebSocket until it ends.
+          // A client speaks only after the handshake's answer: bytes already sent are refused.
+          if (!websocket_chat::same_origin(req)) {
+            refused = refusal(http::status::forbidden, "a page of another origin cannot join the chat");
+          } else if (buffer.size() > 0) {
+            refused = refusal(http::status::bad_request, "data sent before the WebSocket handshake was answered");
+          } else {
+            ++server.stats.requests_served;
+            co_await websocket_chat::chat_over_websocket(socket, req, server.chat_room, server.stopping.event(),
+                                                         server.chat_settings());
+            co_return;
+          }
+        } else {
+          keep_alive = co_await answer(socket, req, server, served);
+        }
       } else if (!refused) {
         auto answered = co_await answer_with_body(socket, buffer, parser, deadline, server, served);
         refused = std::move(answered.refused);

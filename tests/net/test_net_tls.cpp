@@ -60,21 +60,6 @@ std::vector<std::string> arguments(const certificates& certs, std::vector<std::s
   return all;
 }
 
-// Runs one asynchronous operation of a client to its end: its error and size.
-template <class Initiate>
-std::pair<boost::system::error_code, std::size_t> complete(Initiate initiate, const char* what) {
-  boost::system::error_code error;
-  std::size_t size = 0;
-  bool done = false;
-  initiate([&](boost::system::error_code e, std::size_t n = 0) {
-    error = e;
-    size = n;
-    done = true;
-  });
-  run_until(done, what);
-  return {error, size};
-}
-
 ssl::context client_context(const std::string& authority) {
   ssl::context tls(ssl::context::tls_client);
   tls.load_verify_file(authority);
