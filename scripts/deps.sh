@@ -19,6 +19,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   # The HTTPS tests make a throw-away CA and certificate with openssl, and ask with curl too.
   command -v openssl >/dev/null || missing+=(openssl)
   command -v curl >/dev/null || missing+=(curl)
+  # The chat page's test opens it in a real browser: headless Chromium.
+  command -v chromium >/dev/null || missing+=(chromium)
   # And fuzz the HTTP demo's request path for a minute (clang 19's libFuzzer).
   dpkg -s libfuzzer-19-dev >/dev/null 2>&1 || missing+=(libfuzzer-19-dev)
 fi
