@@ -10,6 +10,8 @@ command -v make >/dev/null || missing+=(make)
 dpkg -s libboost1.81-dev >/dev/null 2>&1 || missing+=(libboost1.81-dev)
 # OpenSSL, for HTTPS in the HTTP demo.
 dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+# liburing, for Asio's files on io_uring (the HTTP demo's static files).
+dpkg -s liburing-dev >/dev/null 2>&1 || missing+=(liburing-dev)
 if [[ "${1:-}" == "--tests" ]]; then
   dpkg -s libboost-test1.81-dev >/dev/null 2>&1 || missing+=(libboost-test1.81-dev)
   # The tests also build coral with clang 19 and with clang 14 (Debian's default clang++).

@@ -42,6 +42,7 @@
 //   other routes drop the body, and a failure anywhere in it gets its refusal.
 // - Past --max-connections, a connection gets "503 Service Unavailable" with "Connection: close"
 //   and is closed (server.hpp).
+// - GET and HEAD /files/<path> serve the files under --root (static_files.hpp).
 // - GET /chat is a chat page (chat_page.hpp); GET /chat/ws with a WebSocket handshake makes the
 //   connection a participant of the server's chat room until it ends (websocket_chat.hpp); without
 //   one it is 426 Upgrade Required.
@@ -68,6 +69,7 @@
 
 #include "chat_page.hpp"
 #include "server.hpp"
+#include "static_files.hpp"
 #include "websocket_chat.hpp"
 
 namespace net_demo::http_demo {
@@ -120,7 +122,8 @@ struct server_context {
   std::function<void(const request&)> on_request;
   shutdown_signal stopping;
   statistics stats;
-  chat_demo::room chat_room;  // /chat's participants (websocket_chat.hpp)
+  chat_demo::room chat_room;                       // /chat's participants (websocket_chat.hpp)
+  std::unique_ptr<static_files::file_root> files;  // /files/, with --root (static_files.hpp)
 
   // The chat's rules from the server's: a participant is pinged after half the idle timeout of
   // silence, and is gone after the whole of it; the write timeout is the responses'.
@@ -141,6 +144,7 @@ enum class route {
   stats,
   chat_page,
   chat_websocket,
+  file,
   debug_tasks,
   debug_tasks_json,
   not_found,
@@ -302,6 +306,8 @@ inline route route_of(const request& req, const std::optional<urls::url_view>& t
   if (path_is(*target, {"stream"})) return only_if(read_only, route::stream);
   if (path_is(*target, {"stats"})) return only_if(read_only, route::stats);
   if (path_is(*target, {"chat"})) return only_if(read_only, route::chat_page);
+  if (const auto segments = target->encoded_segments(); !segments.empty() && *segments.begin() == "files")
+    return only_if(read_only, route::file);
   if (path_is(*target, {"chat", "ws"})) return only_if(read_only, route::chat_websocket);
   if (path_is(*target, {"echo"})) return only_if(req.method() == http::verb::post, route::echo);
   return route::not_found;
@@ -547,6 +553,70 @@ coral::task<bool> stream(Socket& socket, const request& req, long n, std::size_t
   co_return res.keep_alive();
 }
 
+// GET or HEAD /files/<path> (static_files.hpp): whether the connection stays open, or nothing if
+// there is no such file to serve (404).
+template <class Socket>
+coral::task<std::optional<bool>> serve_file(Socket& socket, const request& req, const urls::url_view& target,
+                                            server_context& server) {
+  static_files::file_root& root = *server.files;
+  const auto relative = static_files::relative_path(target);
+  const int descriptor = relative ? root.open_beneath(*relative) : -1;
+  if (descriptor < 0) co_return std::nullopt;
+  static_files::open_file file(descriptor, root, co_await coral::this_task::executor);
+  struct stat info {};
+  if (::fstat(file.native(), &info) != 0 || !S_ISREG(info.st_mode)) co_return std::nullopt;
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  const std::string etag = static_files::etag_of(info);
+
+  http::response<http::empty_body> res{http::status::ok, 11};
+  res.set(http::field::server, "coral");
+  res.set(http::field::etag, etag);
+  res.set(http::field::accept_ranges, "bytes");
+  keep_alive(res, req, req.keep_alive() && !server.stopping.is_set());
+  std::uint64_t first = 0;
+  std::uint64_t length = size;
+  if (req.count(http::field::if_none_match) > 0 &&
+      static_files::none_match_names(req[http::field::if_none_match], etag)) {
+    res.result(http::status::not_modified);
+    length = 0;
+  } else if (req.count(http::field::range) == 1 &&
+             (req.count(http::field::if_range) == 0 || req[http::field::if_range] == etag)) {
+    const auto asked = static_files::parse_range(req[http::field::range], size);
+    if (asked.unsatisfiable) {
+      res.result(http::status::range_not_satisfiable);
+      res.set(http::field::content_range, "bytes */" + std::to_string(size));
+      res.content_length(0);
+      length = 0;
+    } else if (asked.range) {
+      res.result(http::status::partial_content);
+      first = asked.range->first;
+      length = asked.range->length;
+      res.set(http::field::content_range,
+              "bytes " + std::to_string(first) + "-" + std::to_string(first + length - 1) + "/" + std::to_string(size));
+    }
+  }
+  if (res.result() == http::status::ok || res.result() == http::status::partial_content) {
+    res.set(http::field::content_type, static_files::content_type(*relative));
+    res.content_length(length);
+  }
+  http::response_serializer<http::empty_body> serializer{res};
+  co_await coral::with_timeout(server.write_timeout, [&]() -> coral::task<> {
+    co_await http::async_write_header(socket, serializer, coral::use_task);
+  }());
+  if (req.method() == http::verb::head) co_return res.keep_alive();
+  // One piece at a time: read, then written under the write timeout.
+  std::vector<char> piece(static_cast<std::size_t>(std::min<std::uint64_t>(length, static_files::file_piece)));
+  for (std::uint64_t offset = first, left = length; left > 0;) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(left, piece.size()));
+    const std::size_t n = co_await file.read_at(offset, asio::buffer(piece.data(), want));
+    if (n == 0) throw boost::system::system_error(asio::error::eof);  // (the file shrank: cut short)
+    co_await write_making_progress(socket, asio::buffer(piece.data(), n), server.write_timeout);
+    offset += n;
+    left -= n;
+  }
+  co_return res.keep_alive();
+}
+
 // Answers one request; false if the connection must close afterwards.
 template <class Socket>
 coral::task<bool> answer(Socket& socket, request& req, server_context& server, routes served) {
@@ -579,6 +649,15 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server, r
       }
       break;
     }
+    case route::file:
+      if (server.files) {
+        if (const auto kept = co_await serve_file(socket, req, *target, server)) {
+          ++server.stats.requests_served;
+          co_return *kept;
+        }
+      }
+      res = not_served(req, route::not_found, target);
+      break;
     case route::chat_page:
       res = text(req, http::status::ok, std::string(chat_page), "text/html; charset=utf-8");
       break;
@@ -595,6 +674,8 @@ coral::task<bool> answer(Socket& socket, request& req, server_context& server, r
       o["requests_served"] = server.stats.requests_served.load() + 1;  // this one included
       o["tasks_alive"] = server.stats.tasks_alive.load();
       o["requests_in_flight"] = server.stats.requests_in_flight.load() - 1;  // this one excluded
+      if (server.files)
+        o["file_reads"] = server.files->reads() == static_files::file_reads::io_uring ? "io_uring" : "pool";
       res = text(req, http::status::ok, json::serialize(o) + "\n", "application/json");
       break;
     }

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "../server_process.hpp"
+#include "http_exchange.hpp"
 
 using namespace server_test;
 namespace beast = boost::beast;
@@ -37,10 +38,6 @@ std::vector<std::string> arguments(std::vector<std::string> more = {}) {
   for (int i = 2; i < suite.argc; ++i) all.emplace_back(suite.argv[i]);
   all.insert(all.end(), more.begin(), more.end());
   return all;
-}
-
-std::string host_of(const tcp::endpoint& server) {
-  return "127.0.0.1:" + std::to_string(server.port());
 }
 
 // A participant: a WebSocket client of the chat at /chat/ws.
@@ -127,21 +124,6 @@ class participant {
   websocket::stream<tcp::socket> ws_;
   std::string host_;
 };
-
-// One HTTP request on a connection of its own, written as `raw`: the response.
-http::response<http::string_body> raw_request(const tcp::endpoint& server, const std::string& raw) {
-  tcp::socket socket = connect_to(server);
-  write_all(socket, raw);
-  beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  const auto [error, n] = complete([&](auto done) { http::async_read(socket, buffer, res, done); }, "a response");
-  BOOST_REQUIRE_MESSAGE(!error, "response: " << error.message());
-  return res;
-}
-
-std::string get(const tcp::endpoint& server, const std::string& target, const std::string& fields = "") {
-  return "GET " + target + " HTTP/1.1\r\nHost: " + host_of(server) + "\r\n" + fields + "\r\n";
-}
 
 const std::string upgrade_fields =
     "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
