@@ -27,20 +27,33 @@ p99_ms() {
 }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-# http_run <server...>: sets rps, p99 (ms) and cpu (server CPU µs per request). WRK_ARGS (default
-# -t2 -c64), LOAD_CPUS pins wrk, WRK is the command that runs wrk, SCHEME=https asks over TLS.
-http_run() {
-  start "$@"
+# The CPU ticks of a process and its children (nginx's workers).
+tree_ticks() {
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do total=$((total + $(cpu_ticks "$p"))); done
+  echo "$total"
+}
+
+# load_run <path>: runs wrk against the server on $port for <path> (default /); sets rps, p99 (ms)
+# and cpu (the CPU µs per request of $pid and its children). WRK_ARGS (default -t2 -c64),
+# LOAD_CPUS pins wrk, WRK is the command that runs wrk, SCHEME=https asks over TLS.
+load_run() {
   local before load=()
-  before=$(cpu_ticks "$pid")
+  before=$(tree_ticks "$pid")
   [[ -n "${LOAD_CPUS:-}" ]] && load=(taskset -c "$LOAD_CPUS")
   # shellcheck disable=SC2086
-  "${load[@]}" ${WRK:-wrk} ${WRK_ARGS:--t2 -c64} -d"${duration}s" --latency "${SCHEME:-http}://127.0.0.1:$port/" >"$bench_out.wrk"
-  local used=$(($(cpu_ticks "$pid") - before))
-  stop
+  "${load[@]}" ${WRK:-wrk} ${WRK_ARGS:--t2 -c64} -d"${duration}s" --latency "${SCHEME:-http}://127.0.0.1:$port${1:-/}" >"$bench_out.wrk"
+  local used=$(($(tree_ticks "$pid") - before))
   rps=$(awk '/Requests\/sec/ { print $2 }' "$bench_out.wrk")
   p99=$(p99_ms <"$bench_out.wrk")
   cpu=$(awk -v t="$used" -v hz="$(getconf CLK_TCK)" -v r="$rps" -v d="$duration" 'BEGIN { printf "%.2f", t / hz * 1e6 / (r * d) }')
+}
+
+# http_run <server...>: starts the server, load_run on /, stops it.
+http_run() {
+  start "$@"
+  load_run /
+  stop
 }
 # http_case <name> <coral args> <baseline args>: coral's demo ($coral_http) against Beast's
 # server ($beast_http); the cases are named http_<name> (https_<name> with SCHEME=https)
