@@ -12,19 +12,21 @@
 // own tasks do the rest:
 // - a longer message is refused with close code 1009 (message too big), a binary one with 1003
 //   (the room takes text); either ends the session, as a malformed frame does (Beast's 1002, 1007);
-// - keep-alive: a client the server has heard nothing from (no message, no ping or pong) for a
-//   ping interval is pinged; one still silent after the next interval is gone: the connection is
-//   closed;
-// - the shutdown's first phase sends every participant a close frame (1001, going away) and
-//   waits, for at most close_frame_wait, for the client's in answer; the second phase cancels.
-// A handshake whose Origin (sent by browsers) names another host than Host is refused (403): a
-// page of another site cannot join the room with its visitor's browser.
+// - keep-alive: a client the server has heard nothing from (no message, no ping, pong or close)
+//   for a ping interval is pinged; one silent for two intervals is gone: it gets a close frame
+//   (1001, "idle") and the connection closes;
+// - the shutdown's first phase sends every participant a close frame (1001, going away); the
+//   second phase cancels;
+// - a close handshake, whoever began it, is over within close_frame_wait: then the socket is
+//   closed, whatever the client does;
+// - one message is written at a time (no Nagle delay: TCP_NODELAY).
+// A handshake with an Origin (browsers send one) other than this server is refused (403): a page
+// of another site cannot join the room with its visitor's browser.
 
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <boost/url/parse.hpp>
 #include <memory>
 #include <string>
 
@@ -41,28 +43,41 @@ struct chat_settings {
   std::chrono::milliseconds ping_interval{15'000};  // silence after which the client is pinged
 };
 
-// How long a session that sent its close frame waits for the client's.
+// How long a close handshake may take, whoever began it: the client's close frame in answer to
+// the session's, or its end of the connection after either.
 inline constexpr auto close_frame_wait = 1s;
 
 // Whether a browser's handshake comes from a page of this server: no Origin (not a browser), or
-// one whose host and port are the request's Host.
+// exactly one, which is this server as a browser writes it: "http://" or "https://" and the
+// request's Host (ASCII case aside).
 template <class Request>
 bool same_origin(const Request& upgrade) {
-  if (upgrade.count(http::field::origin) == 0) return true;
-  const auto origin = boost::urls::parse_absolute_uri(upgrade[http::field::origin]);
-  if (!origin || !origin->has_authority()) return false;
-  const std::string_view host(origin->encoded_host_and_port().data(), origin->encoded_host_and_port().size());
-  const std::string_view expected = upgrade[http::field::host];
-  return host.size() == expected.size() && std::equal(host.begin(), host.end(), expected.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         });
+  const auto origins = upgrade.count(http::field::origin);
+  if (origins == 0) return true;
+  if (origins > 1) return false;
+  const std::string_view origin = upgrade[http::field::origin];
+  const std::string_view host = upgrade[http::field::host];
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (origin.size() > scheme.size() && same(origin.substr(0, scheme.size()), scheme))
+      return !host.empty() && same(origin.substr(scheme.size()), host);
+  }
+  return false;
 }
 
 // One participant's connection, from the upgrade request (already read, with nothing after it) to
-// the close. Returns when the session has ended; the stream is closed or may be dropped.
+// the close. Returns when the session has ended, with the socket closed.
 template <class Stream, class Request>
 coral::task<> chat_over_websocket(Stream& stream, const Request& upgrade, chat_demo::room& room, coral::event& stopping,
                                   const chat_settings& settings) {
+  using clock = std::chrono::steady_clock;
+  boost::system::error_code ignored;
+  // (A line is one small message: sent at once, not held back for the next one.)
+  beast::get_lowest_layer(stream).set_option(tcp::no_delay(true), ignored);
   websocket::stream<Stream&> ws(stream);
   ws.read_message_max(chat_demo::max_line);
   ws.set_option(
@@ -78,10 +93,19 @@ coral::task<> chat_over_websocket(Stream& stream, const Request& upgrade, chat_d
     room.leave(me);
     throw;
   }
-  // The session's tasks share its executor, which runs one of them at a time: plain flags.
-  bool heard = true;     // from the client since the last keep-alive tick
-  bool closing = false;  // the session's close frame is on its way: nothing more is written
-  ws.control_callback([&heard](websocket::frame_type, beast::string_view) { heard = true; });
+
+  // The session's tasks share its executor, which runs one of them at a time: plain variables.
+  auto heard_at = clock::now();  // the client's last message, ping, pong or close
+  bool closing = false;          // a close frame has gone out or come in: nothing more is written
+  coral::event close_began;
+  auto begin_close = [&]() {
+    closing = true;
+    close_began.set();
+  };
+  ws.control_callback([&](websocket::frame_type kind, beast::string_view) {
+    heard_at = clock::now();
+    if (kind == websocket::frame_type::close && !closing) begin_close();
+  });
 
   auto read = [&]() -> coral::task<> {
     beast::flat_buffer message;
@@ -90,12 +114,12 @@ coral::task<> chat_over_websocket(Stream& stream, const Request& upgrade, chat_d
       static_cast<void>(n);
       if (error == websocket::error::closed) co_return;  // the close handshake is over
       if (error) throw boost::system::system_error(error);
-      heard = true;
+      heard_at = clock::now();
       if (!ws.got_text()) {
-        closing = true;
-        co_await coral::with_timeout(close_frame_wait, [&]() -> coral::task<> {
+        if (!closing) {  // (one close at a time: the shutdown's may have begun)
+          begin_close();
           co_await ws.async_close(websocket::close_code::unknown_data, coral::use_task);
-        }());
+        }
         co_return;
       }
       room.deliver(beast::buffers_to_string(message.data()));
@@ -121,47 +145,72 @@ coral::task<> chat_over_websocket(Stream& stream, const Request& upgrade, chat_d
       me->backlog.fetch_sub(cost, std::memory_order_relaxed);
     }
   };
+  // Silent for a ping interval: pinged; silent for two (the idle timeout): gone.
   auto keep_alive = [&]() -> coral::task<> {
-    for (bool pinged = false;;) {
-      co_await coral::sleep_for(settings.ping_interval);
-      if (heard || closing) {
-        heard = false;
-        pinged = false;
-        continue;
+    for (;;) {
+      const auto since = heard_at;
+      co_await coral::sleep_until(since + settings.ping_interval);
+      if (heard_at != since) continue;
+      if (!closing) {
+        try {
+          co_await coral::with_timeout(settings.room.write_timeout,
+                                       [&]() -> coral::task<> { co_await ws.async_ping({}, coral::use_task); }());
+        } catch (const boost::system::system_error&) {
+          if (!closing) throw;
+        }
       }
-      if (pinged) co_return;  // silent for two intervals: gone
-      pinged = true;
-      try {
-        co_await coral::with_timeout(settings.room.write_timeout,
-                                     [&]() -> coral::task<> { co_await ws.async_ping({}, coral::use_task); }());
-      } catch (const boost::system::system_error&) {
-        if (!closing) throw;
+      co_await coral::sleep_until(since + 2 * settings.ping_interval);
+      if (heard_at != since) continue;
+      // Gone, as far as the server can tell: a close frame, in case it still reads (close_limit
+      // bounds the wait for its answer).
+      if (!closing) {
+        begin_close();
+        co_await ws.async_close(websocket::close_reason(websocket::close_code::going_away, "idle"), coral::use_task);
       }
+      co_return;
     }
   };
   // The shutdown's first phase: a close frame, while the read goes on, which sees the client's in
   // answer and ends the session.
   auto close_on_shutdown = [&]() -> coral::task<> {
     co_await stopping.wait();
-    closing = true;
-    try {
-      co_await coral::with_timeout(close_frame_wait, [&]() -> coral::task<> {
-        co_await ws.async_close(websocket::close_code::going_away, coral::use_task);
-      }());
-    } catch (const coral::timeout_error&) {
-    }
+    if (closing) co_return;  // (a close already under way: the session ends now)
+    begin_close();
+    co_await ws.async_close(websocket::close_code::going_away, coral::use_task);
   };
-  auto kicked = [&]() -> coral::task<> { co_await me->kicked.wait(); };
+  // A close handshake, whoever began it, is over within close_frame_wait (Beast waits for the
+  // client's close frame, then for its end of the connection, without a limit of its own).
+  auto close_limit = [&]() -> coral::task<> {
+    co_await close_began.wait();
+    co_await coral::sleep_for(close_frame_wait);
+  };
+  // When any of these ends the session, the socket is closed first: an operation of Beast's that
+  // ignores cancellation (its close's wait for the client's end) then ends too, and when_any's
+  // wait for the read is short.
+  auto closing_the_socket = [&](coral::task<> part) -> coral::task<> {
+    try {
+      co_await std::move(part);
+    } catch (...) {
+      beast::get_lowest_layer(stream).close(ignored);
+      throw;
+    }
+    beast::get_lowest_layer(stream).close(ignored);
+  };
 
   try {
-    const auto ended = co_await coral::when_any(read(), write(), keep_alive(), kicked(), close_on_shutdown());
-    if (ended.index() == 3) reset_on_close(stream);  // (what the kernel holds for it goes too)
+    const auto ended = co_await coral::when_any(
+        read(), closing_the_socket(write()), closing_the_socket(keep_alive()), closing_the_socket(close_on_shutdown()),
+        closing_the_socket(close_limit()), [&]() -> coral::task<> {
+          co_await me->kicked.wait();
+          reset_on_close(stream);  // (what the kernel still holds for it goes too)
+          beast::get_lowest_layer(stream).close(ignored);
+        }());
+    static_cast<void>(ended);
   } catch (...) {
     room.leave(me);
     throw;
   }
   room.leave(me);
-  boost::system::error_code ignored;
   beast::get_lowest_layer(stream).close(ignored);
 }
 

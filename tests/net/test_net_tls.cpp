@@ -8,9 +8,12 @@
 #include <stdlib.h>
 
 #include <boost/asio/ssl.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <filesystem>
 #include <fstream>
 #include <utility>
@@ -21,6 +24,7 @@ using namespace server_test;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
+namespace websocket = beast::websocket;
 
 namespace {
 
@@ -312,4 +316,46 @@ BOOST_AUTO_TEST_CASE(https_a_client_that_ends_the_connection_first) {
     BOOST_TEST(res.body() == "bad request\n");
   }
   BOOST_TEST(server.interrupt() == 0);
+}
+
+// The chat over TLS (wss://): two participants whose WebSockets run over the server's TLS
+// stream; a line from one reaches both; the page is served over HTTPS too. At the shutdown each
+// gets the close frame (1001), and the WebSocket's end closes TLS cleanly.
+BOOST_AUTO_TEST_CASE(wss_chat_over_tls_and_a_close_frame_at_shutdown) {
+  certificates certs;
+  server_process server(arguments(certs));
+  const std::string host = "127.0.0.1:" + std::to_string(server.endpoint().port());
+  ssl::context tls = client_context(certs.file("ca.pem"));
+  using secure_websocket = websocket::stream<beast::ssl_stream<tcp::socket>>;
+  std::vector<std::unique_ptr<secure_websocket>> participants;
+  for (int i = 0; i < 2; ++i) {
+    auto ws = std::make_unique<secure_websocket>(connect_to(server.endpoint()), tls);
+    ws->next_layer().set_verify_mode(ssl::verify_peer);
+    ws->next_layer().set_verify_callback(ssl::host_name_verification("127.0.0.1"));
+    const auto shaken =
+        complete([&](auto done) { ws->next_layer().async_handshake(ssl::stream_base::client, done); }, "TLS").first;
+    BOOST_REQUIRE_MESSAGE(!shaken, "TLS handshake: " << shaken.message());
+    const auto upgraded = complete([&](auto done) { ws->async_handshake(host, "/chat/ws", done); }, "upgrade").first;
+    BOOST_REQUIRE_MESSAGE(!upgraded, "WebSocket handshake: " << upgraded.message());
+    participants.push_back(std::move(ws));
+  }
+  const std::string line = "ann: over TLS";
+  const auto sent =
+      complete([&](auto done) { participants[0]->async_write(asio::buffer(line), done); }, "a send").first;
+  BOOST_REQUIRE(!sent);
+  for (auto& ws : participants) {
+    beast::flat_buffer message;
+    const auto [error, n] = complete([&](auto done) { ws->async_read(message, done); }, "a message");
+    BOOST_REQUIRE_MESSAGE(!error, "receive: " << error.message());
+    BOOST_TEST(beast::buffers_to_string(message.data()) == line);
+  }
+  server.signal();
+  for (auto& ws : participants) {
+    beast::flat_buffer message;
+    const auto [error, n] = complete([&](auto done) { ws->async_read(message, done); }, "the close frame");
+    BOOST_TEST((error == websocket::error::closed), error.message());
+    BOOST_TEST(ws->reason().code == websocket::close_code::going_away);
+  }
+  BOOST_TEST(server.exit_status() == 0);
+  BOOST_TEST(server.output().find("grace period over") == std::string::npos, server.output());
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -17,7 +18,9 @@
 #include <boost/json/src.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "../server_process.hpp"
@@ -208,6 +211,21 @@ BOOST_AUTO_TEST_CASE(chat_refuses_long_binary_cross_origin_and_early_messages) {
   BOOST_TEST((declined == websocket::error::upgrade_declined), declined.message());
   BOOST_TEST(answer.result_int() == 403);
   foreign.socket().close();
+  // Origins that merely start like this server, or name it with another scheme, are others; two
+  // Origins are refused too. The scheme's case does not matter.
+  const std::string self = host_of(server.endpoint());
+  for (const std::string& origin : {"http://" + self + ".elsewhere.example", "http://" + self + "x", "ftp://" + self,
+                                    "http://" + self + "/", "http://" + self + "@elsewhere.example",
+                                    std::string("null"), "http://" + self + "\r\nOrigin: http://elsewhere.example"}) {
+    const auto res = raw_request(server.endpoint(),
+                                 get(server.endpoint(), "/chat/ws", upgrade_fields + "Origin: " + origin + "\r\n"));
+    BOOST_TEST(res.result_int() == 403, origin);
+  }
+  participant shouting(server.endpoint());
+  websocket::response_type upper;
+  BOOST_TEST(!shouting.try_handshake(upper, "HTTP://" + self));
+  BOOST_TEST(upper.result_int() == 101);
+  shouting.close();
 
   // A text frame (empty, masked) in the same write as the handshake.
   const auto early = raw_request(
@@ -231,14 +249,72 @@ BOOST_AUTO_TEST_CASE(chat_keep_alive_pings_and_closes_a_silent_participant) {
   int pings = 0;
   answering.count_pings(pings);
   answering.read_until_pings_then_close(pings, 3);  // (1.2 s or more: the silent one's two intervals are long over)
-  // The server closed the silent participant's connection (after the pings it sent).
-  const auto closed = wait_for_close(silent.socket());
-  BOOST_TEST((closed == asio::error::eof || closed == asio::error::connection_reset), closed.message());
+  // The silent participant got one ping (unanswered), then a close frame (1001, "idle"), then the
+  // end of the connection.
+  std::string got;
+  char chunk[256];
+  for (;;) {
+    const auto [error, n] = complete([&](auto done) { silent.socket().async_read_some(asio::buffer(chunk), done); },
+                                     "the silent participant's bytes");
+    got.append(chunk, n);
+    if (error) {
+      BOOST_TEST((error == asio::error::eof), error.message());
+      break;
+    }
+  }
+  BOOST_TEST((got == std::string("\x89\x00\x88\x06\x03\xe9idle", 10)), got.size() << " bytes");
   participant later(server.endpoint());
   later.join();
   later.send("later: hello");
   BOOST_TEST(later.receive() == "later: hello");
   BOOST_TEST(server.interrupt() == 0);
+}
+
+// Frames as a hostile client writes them (masked with a zero key, so that the payload reads as sent).
+std::string client_frame(unsigned char opcode, const std::string& payload) {
+  std::string f;
+  f += static_cast<char>(0x80 | opcode);
+  f += static_cast<char>(0x80 | payload.size());  // (payloads under 126 bytes)
+  f += std::string(4, '\0');
+  return f + payload;
+}
+
+// Every close ends in bounded time, whoever begins it and whatever the client does next: a client
+// that sends a close frame and keeps its connection open; one whose binary message is answered with
+// a close it never answers, with the shutdown arriving meanwhile; and one that floods the room
+// when the shutdown begins and stays connected. The server exits 0 within its grace period.
+BOOST_AUTO_TEST_CASE(chat_every_close_ends_whatever_the_client_does) {
+  server_process server(arguments());
+  const auto ep = server.endpoint();
+  participant lingering(ep);
+  lingering.join();
+  write_all(lingering.socket(), client_frame(0x8, std::string("\x03\xe8", 2)));  // close 1000, then nothing
+  const auto lingered = wait_for_close(lingering.socket());                      // (the server's close frame first)
+  BOOST_TEST((lingered == asio::error::eof || lingered == asio::error::connection_reset), lingered.message());
+
+  participant binary(ep);
+  binary.join();
+  write_all(binary.socket(), client_frame(0x2, "bin"));
+  BOOST_TEST(read_exactly(binary.socket(), 4) == std::string("\x88\x02\x03\xeb", 4));  // 1003, never answered
+  // Floods (8 MiB of short messages) and reads what comes back, as long as the connection lasts.
+  participant flooding(ep);
+  flooding.join();
+  auto flood = std::make_shared<std::string>();
+  while (flood->size() < 8 * 1024 * 1024) *flood += client_frame(0x1, "flood: " + std::to_string(flood->size()));
+  asio::async_write(flooding.socket(), asio::buffer(*flood), [flood](boost::system::error_code, std::size_t) {});
+  auto sink = std::make_shared<std::array<char, 65536>>();
+  auto reading = std::make_shared<std::function<void()>>();
+  *reading = [&socket = flooding.socket(), sink, weak = std::weak_ptr(reading)] {
+    socket.async_read_some(asio::buffer(*sink), [weak](boost::system::error_code e, std::size_t) {
+      if (auto next = weak.lock(); next && !e) (*next)();
+    });
+  };
+  (*reading)();
+
+  server.signal();
+  BOOST_TEST(server.exit_status() == 0);
+  BOOST_TEST(server.output().find("all sessions ended") != std::string::npos);
+  BOOST_TEST(server.output().find("grace period over") == std::string::npos, server.output());
 }
 
 // A participant that does not read while another talks: it is dropped (its backlog passes the
