@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds coral and runs the demo: the tour (examples/tour.cpp), then the network side: http_server
-# on a free port, http_client against it, ten /sleep requests at once, and a clean SIGTERM.
+# on a free port serving docs/ as static files, http_client against it (its pages, then files read
+# through io_uring where the kernel allows), ten /sleep requests at once, and a clean SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -11,12 +12,17 @@ cmake --build build/release -j2 --target tour http_server http_client
 echo
 echo "== the network side: examples/net/http_server and http_client =="
 out=$(mktemp)
-./build/release/examples/net/http_server --port 0 >"$out" &
+./build/release/examples/net/http_server --port 0 --root docs >"$out" &
 server=$!
 for _ in $(seq 100); do grep -q "listening on" "$out" && break; sleep 0.1; done
 port=$(sed -n 's/^listening on //p' "$out")
 echo "http_server (pid $server) listening on port $port"
 ./build/release/examples/net/http_client --port "$port"
+echo
+echo "static files (--root docs), and how the server reads them:"
+./build/release/examples/net/http_client "http://127.0.0.1:$port/files/net-http-server.md" \
+  "http://127.0.0.1:$port/files/images/chat-page.png" "http://127.0.0.1:$port/files/../README.md"
+curl -s "http://127.0.0.1:$port/stats"
 echo
 echo "ten requests of /sleep?ms=1000 at once, on one server thread:"
 urls=()

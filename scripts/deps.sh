@@ -10,6 +10,8 @@ command -v make >/dev/null || missing+=(make)
 dpkg -s libboost1.81-dev >/dev/null 2>&1 || missing+=(libboost1.81-dev)
 # OpenSSL, for HTTPS in the HTTP demo.
 dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+# curl, which the demo asks the server's /stats with.
+command -v curl >/dev/null || missing+=(curl)
 # liburing, for Asio's files on io_uring (the HTTP demo's static files).
 dpkg -s liburing-dev >/dev/null 2>&1 || missing+=(liburing-dev)
 if [[ "${1:-}" == "--tests" ]]; then
@@ -20,7 +22,6 @@ if [[ "${1:-}" == "--tests" ]]; then
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   # The HTTPS tests make a throw-away CA and certificate with openssl, and ask with curl too.
   command -v openssl >/dev/null || missing+=(openssl)
-  command -v curl >/dev/null || missing+=(curl)
   # The chat page's test opens it in a real browser: headless Chromium.
   command -v chromium >/dev/null || missing+=(chromium)
   # And fuzz the HTTP demo's request path for a minute (clang 19's libFuzzer).

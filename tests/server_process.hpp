@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,25 @@ inline void run_until(const bool& done, const char* what) {
   if (!done) throw std::runtime_error(std::string("timed out waiting for ") + what);
 }
 
+// Starts a program (`arguments`, the program's path first) with the descriptors `captured` (its
+// standard output, error, or both) going into one pipe: its pid and the pipe's reading end.
+inline std::pair<pid_t, int> start_program(std::vector<std::string> arguments, std::initializer_list<int> captured) {
+  int pipe[2];
+  BOOST_REQUIRE(::pipe2(pipe, O_CLOEXEC) == 0);
+  const pid_t pid = ::fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (int fd : captured) ::dup2(pipe[1], fd);
+    std::vector<char*> argv;
+    for (auto& a : arguments) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe[1]);
+  return {pid, pipe[0]};
+}
+
 // The server under test: the program named after `--` on the test's command line, started with
 // `arguments` (which ask for a free port); it prints "listening on <port>" first. Its output (standard
 // output and error) is collected until it exits.
@@ -54,21 +74,9 @@ class server_process {
     auto& suite = boost::unit_test::framework::master_test_suite();
     BOOST_REQUIRE_MESSAGE(suite.argc >= 2, "usage: <test> --run_test=<scenario> -- <server program>");
     arguments.insert(arguments.begin(), suite.argv[1]);
-    int out[2];
-    BOOST_REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    pid_ = ::fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(out[1], STDOUT_FILENO);
-      ::dup2(out[1], STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : arguments) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    output_.emplace(io, out[0]);
+    const auto [pid, output] = start_program(std::move(arguments), {STDOUT_FILENO, STDERR_FILENO});
+    pid_ = pid;
+    output_.emplace(io, output);
     bool have_port = false;
     asio::async_read_until(*output_, asio::dynamic_buffer(text_), '\n',
                            [&](boost::system::error_code, std::size_t) { have_port = true; });
@@ -161,6 +169,18 @@ std::pair<boost::system::error_code, std::size_t> complete(Initiate initiate, co
   });
   run_until(done, what);
   return {error, size};
+}
+
+// The arguments of the server under test: a free port, `before`, what the test's command line
+// gives after the program (threads, say), and `more`.
+inline std::vector<std::string> server_arguments(std::vector<std::string> more = {},
+                                                 std::vector<std::string> before = {}) {
+  std::vector<std::string> all{"--port", "0"};
+  all.insert(all.end(), before.begin(), before.end());
+  auto& suite = boost::unit_test::framework::master_test_suite();
+  for (int i = 2; i < suite.argc; ++i) all.emplace_back(suite.argv[i]);
+  all.insert(all.end(), more.begin(), more.end());
+  return all;
 }
 
 // A client socket connecting to `endpoint`: connected, or with the connect's failure in `error`.

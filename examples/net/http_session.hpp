@@ -48,6 +48,7 @@
 //   one it is 426 Upgrade Required.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -599,18 +600,26 @@ coral::task<std::optional<bool>> serve_file(Socket& socket, const request& req, 
     res.set(http::field::content_type, static_files::content_type(*relative));
     res.content_length(length);
   }
-  http::response_serializer<http::empty_body> serializer{res};
-  co_await coral::with_timeout(server.write_timeout, [&]() -> coral::task<> {
-    co_await http::async_write_header(socket, serializer, coral::use_task);
-  }());
-  if (req.method() == http::verb::head) co_return res.keep_alive();
-  // One piece at a time: read, then written under the write timeout.
+  // The header goes out with the file's first piece, in one write; then a piece at a time, each
+  // read then written under the write timeout. (No Nagle delay for a response's last segment:
+  // the client's delayed ACK would hold it 40 ms.)
+  boost::system::error_code ignored;
+  beast::get_lowest_layer(socket).set_option(tcp::no_delay(true), ignored);
+  std::ostringstream header;
+  header << res.base();
+  const std::string head = header.str();
+  if (req.method() == http::verb::head || length == 0) {
+    co_await write_making_progress(socket, asio::buffer(head), server.write_timeout);
+    co_return res.keep_alive();
+  }
   std::vector<char> piece(static_cast<std::size_t>(std::min<std::uint64_t>(length, static_files::file_piece)));
   for (std::uint64_t offset = first, left = length; left > 0;) {
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(left, piece.size()));
     const std::size_t n = co_await file.read_at(offset, asio::buffer(piece.data(), want));
     if (n == 0) throw boost::system::system_error(asio::error::eof);  // (the file shrank: cut short)
-    co_await write_making_progress(socket, asio::buffer(piece.data(), n), server.write_timeout);
+    const std::array<asio::const_buffer, 2> bytes{asio::buffer(head.data(), offset == first ? head.size() : 0),
+                                                  asio::buffer(piece.data(), n)};
+    co_await write_making_progress(socket, bytes, server.write_timeout);
     offset += n;
     left -= n;
   }

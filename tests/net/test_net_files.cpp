@@ -48,11 +48,7 @@ struct site {
 
 // The server's arguments: a free port, the root, and what was given after the program.
 std::vector<std::string> arguments(const site& s, std::vector<std::string> more = {}) {
-  std::vector<std::string> all{"--port", "0", "--root", s.root.string()};
-  auto& suite = boost::unit_test::framework::master_test_suite();
-  for (int i = 2; i < suite.argc; ++i) all.emplace_back(suite.argv[i]);
-  all.insert(all.end(), more.begin(), more.end());
-  return all;
+  return server_arguments(std::move(more), {"--root", s.root.string()});
 }
 
 // How the server under test reads files: "pool" when asked for, else whichever works here.

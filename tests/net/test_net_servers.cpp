@@ -17,15 +17,6 @@ using namespace server_test;
 
 namespace {
 
-// The server's arguments: a free port, the threads given after the program, and `more`.
-std::vector<std::string> arguments(std::vector<std::string> more = {}) {
-  std::vector<std::string> all{"--port", "0"};
-  auto& suite = boost::unit_test::framework::master_test_suite();
-  for (int i = 2; i < suite.argc; ++i) all.emplace_back(suite.argv[i]);
-  all.insert(all.end(), more.begin(), more.end());
-  return all;
-}
-
 // The error of a connect to `endpoint` (none: it was accepted).
 boost::system::error_code connect_error(const tcp::endpoint& endpoint) {
   boost::system::error_code error;
@@ -53,7 +44,7 @@ std::pair<std::string, int> run_to_exit(const std::vector<std::string>& argument
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(echo_bytes) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   std::vector<tcp::socket> clients;
   for (int i = 0; i < 4; ++i) clients.push_back(connect_to(server.endpoint()));
   std::vector<std::string> sent, got;
@@ -79,7 +70,7 @@ BOOST_AUTO_TEST_CASE(echo_bytes) {
 
 BOOST_AUTO_TEST_CASE(echo_idle_timeout) {
   constexpr auto idle = 500ms;
-  server_process server(arguments({"--idle-timeout-ms", std::to_string(idle.count())}));
+  server_process server(server_arguments({"--idle-timeout-ms", std::to_string(idle.count())}));
   auto client = connect_to(server.endpoint());
   write_all(client, "ping\n");
   BOOST_TEST(read_exactly(client, 5) == "ping\n");
@@ -94,7 +85,7 @@ BOOST_AUTO_TEST_CASE(echo_idle_timeout) {
 BOOST_AUTO_TEST_CASE(echo_a_client_that_never_reads_is_dropped_after_the_idle_timeout) {
   // It sends, and never reads the echo: the server's write stalls. Without a time-out on that
   // write the session (and this client's write) would wait forever.
-  server_process server(arguments({"--idle-timeout-ms", "300"}));
+  server_process server(server_arguments({"--idle-timeout-ms", "300"}));
   auto client = connect_to(server.endpoint(), 4096);
   const std::string flood(64 << 20, 'f');  // more than every buffer on the way holds
   boost::system::error_code error;
@@ -109,7 +100,7 @@ BOOST_AUTO_TEST_CASE(echo_a_client_that_never_reads_is_dropped_after_the_idle_ti
 }
 
 BOOST_AUTO_TEST_CASE(echo_graceful_shutdown_ends_idle_sessions_at_once) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   auto first = connect_to(server.endpoint());
   auto second = connect_to(server.endpoint());
   write_all(first, "x");
@@ -139,7 +130,7 @@ void read_until_line(tcp::socket& socket, std::string& buffered, const std::stri
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(chat_between_three_clients) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   std::vector<tcp::socket> clients;
   std::vector<std::string> buffered(3);
   for (int i = 0; i < 3; ++i) {
@@ -175,7 +166,7 @@ BOOST_AUTO_TEST_CASE(chat_between_three_clients) {
 BOOST_AUTO_TEST_CASE(chat_lines_that_arrive_together_are_all_delivered) {
   // One read may take several lines from the socket: none may wait there for the client's next
   // bytes (which, here, never come).
-  server_process server(arguments());
+  server_process server(server_arguments());
   auto a = connect_to(server.endpoint());
   auto b = connect_to(server.endpoint());
   std::string a_in, b_in;
@@ -212,7 +203,7 @@ void flood_past_a_slow_client(tcp::socket& slow, tcp::socket& fast, int batches)
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(chat_a_client_whose_backlog_passes_the_cap_is_dropped_and_never_blocks_the_room) {
-  server_process server(arguments({"--backlog-bytes", "262144"}));
+  server_process server(server_arguments({"--backlog-bytes", "262144"}));
   auto slow = connect_to(server.endpoint(), 4096);
   auto fast = connect_to(server.endpoint());
   flood_past_a_slow_client(slow, fast, 125);  // 8 MB: far more than the socket buffers
@@ -246,7 +237,7 @@ BOOST_AUTO_TEST_CASE(chat_a_backlog_counts_what_each_queued_line_costs) {
 
 BOOST_AUTO_TEST_CASE(chat_a_client_whose_socket_accepts_nothing_is_dropped_after_the_write_timeout) {
   // A backlog cap it never reaches: the write timeout drops it.
-  server_process server(arguments({"--backlog-bytes", "100000000", "--write-timeout-ms", "300"}));
+  server_process server(server_arguments({"--backlog-bytes", "100000000", "--write-timeout-ms", "300"}));
   auto slow = connect_to(server.endpoint(), 4096);
   auto fast = connect_to(server.endpoint());
   flood_past_a_slow_client(slow, fast, 125);  // 8 MB: far more than the socket buffers
@@ -262,7 +253,7 @@ BOOST_AUTO_TEST_CASE(chat_a_client_whose_socket_accepts_nothing_is_dropped_after
 BOOST_AUTO_TEST_CASE(chat_a_burst_from_every_client_drops_no_one_who_reads) {
   // 70 clients send a line at the same moment: the room delivers 4,900 lines faster than the
   // writers are scheduled. Every client gets every line.
-  server_process server(arguments());
+  server_process server(server_arguments());
   constexpr int n = 70;
   std::vector<tcp::socket> clients;
   std::vector<std::string> buffered(n);
@@ -295,7 +286,7 @@ BOOST_AUTO_TEST_CASE(chat_a_burst_from_every_client_drops_no_one_who_reads) {
 }
 
 BOOST_AUTO_TEST_CASE(chat_300_lines_in_one_write_reach_every_reader_in_order) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   constexpr int listeners = 5;
   std::vector<tcp::socket> clients;
   std::vector<std::string> buffered(listeners + 1);
@@ -354,7 +345,7 @@ tcp::socket served_line_client(const tcp::endpoint& server) {
 BOOST_AUTO_TEST_CASE(line_connections_past_the_cap_get_a_line_then_the_close) {
   // The same for echo_server and chat_server: each session holds a slot until it ends, however it
   // ends, and gives it back once.
-  server_process server(arguments({"--max-connections", "3"}));
+  server_process server(server_arguments({"--max-connections", "3"}));
   std::vector<tcp::socket> held;
   for (int i = 0; i < 3; ++i) held.push_back(served_line_client(server.endpoint()));
   BOOST_TEST(refused_line(server.endpoint()) == "server full: too many connections\n");
@@ -396,7 +387,7 @@ BOOST_AUTO_TEST_CASE(chat_a_line_is_one_buffer_however_many_receive_it) {
 }
 
 BOOST_AUTO_TEST_CASE(chat_a_line_not_complete_in_time_ends_its_session) {
-  server_process server(arguments({"--line-timeout-ms", "300"}));
+  server_process server(server_arguments({"--line-timeout-ms", "300"}));
   auto slow = connect_to(server.endpoint());
   auto other = connect_to(server.endpoint());
   std::string slow_in, other_in;
@@ -555,7 +546,7 @@ http::response<http::empty_body> head(http_connection& c, const std::string& tar
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(http_routes_keep_alive_and_pipelining) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   auto res = c.get("/");
   BOOST_TEST(res.result_int() == 200);
@@ -583,7 +574,7 @@ BOOST_AUTO_TEST_CASE(http_routes_keep_alive_and_pipelining) {
 }
 
 BOOST_AUTO_TEST_CASE(http_bad_requests_are_refused_and_closed) {
-  server_process server(arguments({"--request-timeout-ms", "300"}));
+  server_process server(server_arguments({"--request-timeout-ms", "300"}));
   auto refused = [&](const std::string& raw, int status) {
     http_connection c(server.endpoint());
     if (!raw.empty()) c.send(raw);
@@ -614,7 +605,7 @@ BOOST_AUTO_TEST_CASE(http_bad_requests_are_refused_and_closed) {
 
 BOOST_AUTO_TEST_CASE(http_a_stream_to_an_http_1_0_client_is_not_chunked) {
   // HTTP/1.0 knows no chunked encoding (RFC 9112 6.1): the body comes as it is, the close ends it.
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   c.send("GET /stream?n=2 HTTP/1.0\r\n\r\n");
   std::string raw;
@@ -632,7 +623,7 @@ BOOST_AUTO_TEST_CASE(http_a_stream_to_an_http_1_0_client_is_not_chunked) {
 }
 
 BOOST_AUTO_TEST_CASE(http_head_is_answered_as_get_without_the_body) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   const auto get = c.get("/");
   auto res = head(c, "/");
@@ -667,7 +658,7 @@ BOOST_AUTO_TEST_CASE(http_head_is_answered_as_get_without_the_body) {
 BOOST_AUTO_TEST_CASE(http_a_body_whose_length_cannot_be_known_is_refused) {
   // RFC 9112 6.3: a Transfer-Encoding whose final coding is not chunked leaves the body's length
   // unknown. Read as bodiless, its body would be parsed as the next request (request smuggling).
-  server_process server(arguments());
+  server_process server(server_arguments());
   for (const std::string coding : {"gzip", "xchunked", "chunked, gzip"}) {
     http_connection c(server.endpoint());
     c.send("POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: " + coding +
@@ -701,7 +692,7 @@ BOOST_AUTO_TEST_CASE(http_a_transfer_encoding_not_exactly_the_token_chunked_is_r
   // RFC 9112 6.1, 6.3; RFC 9110 5.6.1: the field is a list of tokens, the last one chunked. A
   // reader that took "chunked;q=1" as "not chunked" would find the body's end elsewhere than the
   // server: what follows the refusal is never answered (it would be a smuggled request).
-  server_process server(arguments());
+  server_process server(server_arguments());
   const std::string refused[] = {
       "Transfer-Encoding: chunked;q=1\r\n",
       "Transfer-Encoding: chunked ;q=1\r\n",
@@ -745,7 +736,7 @@ BOOST_AUTO_TEST_CASE(http_a_transfer_encoding_not_exactly_the_token_chunked_is_r
 }
 
 BOOST_AUTO_TEST_CASE(http_versions_every_response_says_http_1_1) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   // HTTP/1.x with x > 1 is served as HTTP/1.1 (RFC 9110 6.2): persistent, pipelined.
   for (const std::string version : {"HTTP/1.2", "HTTP/1.9"}) {
     http_connection c(server.endpoint());
@@ -809,7 +800,7 @@ BOOST_AUTO_TEST_CASE(http_versions_every_response_says_http_1_1) {
 }
 
 BOOST_AUTO_TEST_CASE(http_a_target_over_the_limit_is_414) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   // A request line that does not fit in the 8 KiB header limit: its target is too long (sent
   // whole, before reading: the refusal reaches the client all the same).
   for (const std::size_t length : {8200, 9000, 100'000}) {
@@ -853,7 +844,7 @@ BOOST_AUTO_TEST_CASE(http_a_target_over_the_limit_is_414) {
 }
 
 BOOST_AUTO_TEST_CASE(http_an_unknown_method_is_501_a_known_one_not_allowed_405) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   // RFC 9110 15.6.2: a method the server does not recognise; then the close.
   for (const std::string method : {"FOO", "PROPFIND", "MKCOL", "get", "BREW"}) {
     http_connection c(server.endpoint());
@@ -888,7 +879,7 @@ BOOST_AUTO_TEST_CASE(http_an_unknown_method_is_501_a_known_one_not_allowed_405) 
 }
 
 BOOST_AUTO_TEST_CASE(http_debug_routes_only_on_the_private_listener) {
-  server_process server(arguments({"--debug-port", "0"}));
+  server_process server(server_arguments({"--debug-port", "0"}));
   const auto debug = debug_endpoint(server);
   BOOST_TEST(debug.port() != server.endpoint().port());
   // On the public listener the debug routes do not exist, however the path is spelt.
@@ -926,7 +917,7 @@ BOOST_AUTO_TEST_CASE(http_debug_routes_only_on_the_private_listener) {
 }
 
 BOOST_AUTO_TEST_CASE(http_the_private_listener_is_on_loopback_whatever_the_bind) {
-  server_process server(arguments({"--bind", "0.0.0.0", "--debug-port", "0"}));
+  server_process server(server_arguments({"--bind", "0.0.0.0", "--debug-port", "0"}));
   const auto debug = debug_endpoint(server);
   // 127.0.0.2 reaches what listens on every address, not what listens on 127.0.0.1.
   const asio::ip::address other = asio::ip::make_address("127.0.0.2");
@@ -935,7 +926,7 @@ BOOST_AUTO_TEST_CASE(http_the_private_listener_is_on_loopback_whatever_the_bind)
   BOOST_TEST(http_connection(debug).get("/debug/tasks").result_int() == 200);
   BOOST_TEST(server.interrupt() == 0);
   // And no private listener unless asked.
-  server_process plain(arguments());
+  server_process plain(server_arguments());
   BOOST_TEST(plain.interrupt() == 0);
   BOOST_TEST(plain.output().find("debug routes") == std::string::npos, plain.output());
 }
@@ -945,18 +936,18 @@ BOOST_AUTO_TEST_CASE(a_server_listens_only_where_bound) {
   const asio::ip::address other = asio::ip::make_address("127.0.0.2");
   {
     // 127.0.0.1 unless told otherwise: not reachable through another address of the machine.
-    server_process server(arguments());
+    server_process server(server_arguments());
     BOOST_TEST((connect_error(server.endpoint()) == boost::system::error_code()));
     BOOST_TEST((connect_error({other, server.endpoint().port()}) == asio::error::connection_refused));
     BOOST_TEST(server.interrupt() == 0);
   }
   {
-    server_process server(arguments({"--bind", "0.0.0.0"}));
+    server_process server(server_arguments({"--bind", "0.0.0.0"}));
     BOOST_TEST((connect_error({other, server.endpoint().port()}) == boost::system::error_code()));
     BOOST_TEST(server.interrupt() == 0);
   }
   if (ipv6_loopback()) {
-    server_process server(arguments({"--bind", "::1"}));
+    server_process server(server_arguments({"--bind", "::1"}));
     const tcp::endpoint v6(asio::ip::address_v6::loopback(), server.endpoint().port());
     BOOST_TEST((connect_error(v6) == boost::system::error_code()));
     BOOST_TEST((connect_error(server.endpoint()) == asio::error::connection_refused));
@@ -965,17 +956,17 @@ BOOST_AUTO_TEST_CASE(a_server_listens_only_where_bound) {
     BOOST_TEST_MESSAGE("no IPv6 loopback here: --bind ::1 not tried");
   }
   // An address that is not one: a clear error, status 2; one the machine does not have: status 1.
-  const auto [bad, bad_status] = run_to_exit(arguments({"--bind", "localhost:80"}));
+  const auto [bad, bad_status] = run_to_exit(server_arguments({"--bind", "localhost:80"}));
   BOOST_TEST(bad_status == 2, bad);
   BOOST_TEST(bad.find("--bind: not an IPv4 or IPv6 address: localhost:80") != std::string::npos, bad);
-  const auto [absent, absent_status] = run_to_exit(arguments({"--bind", "192.0.2.1"}));
+  const auto [absent, absent_status] = run_to_exit(server_arguments({"--bind", "192.0.2.1"}));
   BOOST_TEST(absent_status == 1, absent);
   BOOST_TEST(absent.find("cannot listen on 192.0.2.1:0") != std::string::npos, absent);
 }
 
 BOOST_AUTO_TEST_CASE(http_absolute_form_targets_are_served) {
   // RFC 9112 3.2.2: a server accepts the absolute form (as a proxy's client sends it).
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   auto res = c.get("http://test/stats");
   BOOST_TEST(res.result_int() == 200);
@@ -1003,7 +994,7 @@ BOOST_AUTO_TEST_CASE(http_absolute_form_targets_are_served) {
 
 BOOST_AUTO_TEST_CASE(http_1_1_requests_need_exactly_one_valid_host) {
   // RFC 9112 3.2.
-  server_process server(arguments());
+  server_process server(server_arguments());
   for (const std::string headers : {"", "Host: a\r\nHost: b\r\n", "Host: a, b\r\n", "Host: a b/c@d\r\n",
                                     "Host: [::1\r\n", "Host: test:8o\r\n", "Host: :80\r\n"}) {
     http_connection c(server.endpoint());
@@ -1026,7 +1017,7 @@ BOOST_AUTO_TEST_CASE(http_1_1_requests_need_exactly_one_valid_host) {
 }
 
 BOOST_AUTO_TEST_CASE(http_expect_100_continue_is_answered_at_once) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   c.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   BOOST_TEST(read_exactly(c.socket, 25) == "HTTP/1.1 100 Continue\r\n\r\n");
@@ -1049,7 +1040,7 @@ BOOST_AUTO_TEST_CASE(http_expect_100_continue_is_answered_at_once) {
 
 BOOST_AUTO_TEST_CASE(http_a_refusal_reaches_a_client_still_sending) {
   // Closing with the client's bytes unread would reset the connection, and lose the refusal.
-  server_process server(arguments());
+  server_process server(server_arguments());
   const std::pair<std::string, int> cases[] = {
       {"POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 4000000\r\n\r\n" + std::string(4'000'000, 'b'), 413},
       {"GET / HTTP/1.1\r\nHost: test\r\nX-Long: " + std::string(20'000, 'h') + "\r\n\r\n", 431},
@@ -1064,7 +1055,7 @@ BOOST_AUTO_TEST_CASE(http_a_refusal_reaches_a_client_still_sending) {
 
 BOOST_AUTO_TEST_CASE(http_empty_lines_before_a_request_are_ignored) {
   // RFC 9112 2.2.
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   c.send("\r\n\r\nGET / HTTP/1.1\r\nHost: test\r\n\r\n");
   auto res = c.receive();
@@ -1084,7 +1075,7 @@ BOOST_AUTO_TEST_CASE(http_empty_lines_before_a_request_are_ignored) {
 }
 
 BOOST_AUTO_TEST_CASE(http_a_client_vanishing_mid_stream_costs_only_its_session) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   {
     http_connection c(server.endpoint());
     c.send("GET /stream?n=1000 HTTP/1.1\r\nHost: test\r\n\r\n");
@@ -1144,7 +1135,7 @@ void expect_over_capacity(const tcp::endpoint& server) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(http_connections_past_the_cap_get_503_and_every_slot_comes_back) {
-  server_process server(arguments({"--max-connections", "4", "--stream-interval-ms", "1"}));
+  server_process server(server_arguments({"--max-connections", "4", "--stream-interval-ms", "1"}));
   std::vector<std::unique_ptr<http_connection>> held;
   for (int i = 0; i < 4; ++i) held.push_back(served_http_client(server.endpoint()));
   expect_over_capacity(server.endpoint());
@@ -1198,7 +1189,7 @@ BOOST_AUTO_TEST_CASE(http_connections_past_the_cap_get_503_and_every_slot_comes_
 BOOST_AUTO_TEST_CASE(http_echo_streams_the_body_back_as_it_is_read) {
   // The response begins before the request's body has all been sent: the server holds a piece of
   // the body at a time, never the whole of it.
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection c(server.endpoint());
   const std::string body = pattern(1 << 20, 3);
   c.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
@@ -1267,7 +1258,7 @@ BOOST_AUTO_TEST_CASE(http_a_stream_without_write_progress_is_ended) {
   {
     // Progress, not total time: a stream that lasts 500 ms under a 50 ms write timeout, to a
     // client that reads.
-    server_process server(arguments({"--write-timeout-ms", "50"}));
+    server_process server(server_arguments({"--write-timeout-ms", "50"}));
     http_connection c(server.endpoint());
     const auto res = c.get("/stream?n=5");
     BOOST_TEST(res.result_int() == 200);
@@ -1276,7 +1267,7 @@ BOOST_AUTO_TEST_CASE(http_a_stream_without_write_progress_is_ended) {
   }
   // A client that asks for streams (1.6 GB: more than every buffer on the way holds) and reads
   // nothing.
-  server_process server(arguments({"--write-timeout-ms", "300", "--stream-interval-ms", "0"}));
+  server_process server(server_arguments({"--write-timeout-ms", "300", "--stream-interval-ms", "0"}));
   auto client = connect_to(server.endpoint(), 4096);
   std::string requests;
   for (int i = 0; i < 10; ++i) requests += "GET /stream?n=10000&size=16384 HTTP/1.1\r\nHost: test\r\n\r\n";
@@ -1301,7 +1292,7 @@ BOOST_AUTO_TEST_CASE(http_a_stream_without_write_progress_is_ended) {
 // as JSON), and prints the same on stderr on SIGUSR1, going on afterwards.
 BOOST_AUTO_TEST_CASE(http_debug_tasks_shows_where_each_task_waits) {
   ::setenv("CORAL_TASK_TRACKING", "1", 1);
-  server_process server(arguments({"--grace-ms", "100", "--debug-port", "0"}));
+  server_process server(server_arguments({"--grace-ms", "100", "--debug-port", "0"}));
   ::unsetenv("CORAL_TASK_TRACKING");
   http_connection sleeping(server.endpoint());
   sleeping.send("GET /sleep?ms=60000 HTTP/1.1\r\nHost: test\r\n\r\n");
@@ -1345,7 +1336,7 @@ BOOST_AUTO_TEST_CASE(http_debug_tasks_shows_where_each_task_waits) {
 }
 
 BOOST_AUTO_TEST_CASE(http_graceful_shutdown_finishes_requests_in_flight) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   http_connection busy(server.endpoint());
   http_connection idle(server.endpoint());
   BOOST_TEST(idle.get("/").result_int() == 200);
@@ -1363,7 +1354,7 @@ BOOST_AUTO_TEST_CASE(http_graceful_shutdown_finishes_requests_in_flight) {
 }
 
 BOOST_AUTO_TEST_CASE(http_grace_period_over_cancels_what_is_left) {
-  server_process server(arguments({"--grace-ms", "200"}));
+  server_process server(server_arguments({"--grace-ms", "200"}));
   http_connection busy(server.endpoint());
   busy.send("GET /sleep?ms=60000 HTTP/1.1\r\nHost: test\r\n\r\n");
   wait_for_stat(server.endpoint(), "requests_in_flight", 1);
@@ -1379,7 +1370,7 @@ BOOST_AUTO_TEST_CASE(http_1000_concurrent_sleeps) {
   BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &files) == 0);
   files.rlim_cur = files.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &files);
-  server_process server(arguments());
+  server_process server(server_arguments());
   constexpr int n = 1000;
   std::vector<std::unique_ptr<http_connection>> clients;
   for (int i = 0; i < n; ++i) clients.push_back(std::make_unique<http_connection>(server.endpoint()));
@@ -1409,7 +1400,7 @@ BOOST_AUTO_TEST_CASE(http_1000_concurrent_sleeps) {
 }
 
 BOOST_AUTO_TEST_CASE(running_out_of_descriptors_is_said_once_per_burst) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   // The server may open two more descriptors: two sessions. (The limit bounds the descriptors'
   // numbers, and a new one takes the lowest number free.)
   std::set<int> taken;
@@ -1442,9 +1433,9 @@ BOOST_AUTO_TEST_CASE(running_out_of_descriptors_is_said_once_per_burst) {
 // A supervisor that stops a server as soon as it has announced its port gets the graceful
 // shutdown, not a process killed by the signal.
 BOOST_AUTO_TEST_CASE(a_signal_right_after_listening_is_a_graceful_shutdown) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   BOOST_TEST(server.interrupt() == 0);
-  server_process again(arguments());
+  server_process again(server_arguments());
   again.signal(SIGTERM);
   BOOST_TEST(again.exit_status() == 0);
 }
@@ -1452,7 +1443,7 @@ BOOST_AUTO_TEST_CASE(a_signal_right_after_listening_is_a_graceful_shutdown) {
 // A supervisor that sends SIGTERM again and again until the server has gone: the first begins
 // the graceful shutdown, the others change nothing (also while the server is exiting).
 BOOST_AUTO_TEST_CASE(a_signal_repeated_until_the_server_exits_is_one_graceful_shutdown) {
-  server_process server(arguments({"--grace-ms", "50"}));
+  server_process server(server_arguments({"--grace-ms", "50"}));
   server.signal_until_exit(SIGTERM);
   BOOST_TEST(server.exit_status() == 0);
 }

@@ -56,12 +56,8 @@ struct certificates {
 // The server's arguments: a free port, HTTPS with `certs`, the threads given after the program,
 // and `more`.
 std::vector<std::string> arguments(const certificates& certs, std::vector<std::string> more = {}) {
-  std::vector<std::string> all{
-      "--port", "0", "--tls-cert", certs.file("server.pem"), "--tls-key", certs.file("server.key")};
-  auto& suite = boost::unit_test::framework::master_test_suite();
-  for (int i = 2; i < suite.argc; ++i) all.emplace_back(suite.argv[i]);
-  all.insert(all.end(), more.begin(), more.end());
-  return all;
+  return server_arguments(std::move(more),
+                          {"--tls-cert", certs.file("server.pem"), "--tls-key", certs.file("server.key")});
 }
 
 ssl::context client_context(const std::string& authority) {

@@ -34,15 +34,6 @@ namespace json = boost::json;
 
 namespace {
 
-// The server's arguments: a free port, the threads given after the program, and `more`.
-std::vector<std::string> arguments(std::vector<std::string> more = {}) {
-  std::vector<std::string> all{"--port", "0"};
-  auto& suite = boost::unit_test::framework::master_test_suite();
-  for (int i = 2; i < suite.argc; ++i) all.emplace_back(suite.argv[i]);
-  all.insert(all.end(), more.begin(), more.end());
-  return all;
-}
-
 // A participant: a WebSocket client of the chat at /chat/ws.
 class participant {
  public:
@@ -139,7 +130,7 @@ const std::string upgrade_fields =
 // One leaves with a clean close; the others go on. Then the shutdown: each remaining participant
 // gets a close frame (1001, going away), and the server ends within its grace period.
 BOOST_AUTO_TEST_CASE(chat_between_three_participants_and_a_close_frame_at_shutdown) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   const auto page = raw_request(server.endpoint(), get(server.endpoint(), "/chat"));
   BOOST_TEST(page.result_int() == 200);
   BOOST_TEST(page[http::field::content_type] == "text/html; charset=utf-8");
@@ -187,7 +178,7 @@ BOOST_AUTO_TEST_CASE(chat_between_three_participants_and_a_close_frame_at_shutdo
 // (400). A message of exactly 4096 bytes is delivered, and a participant listening all along
 // hears the others' lines and nothing else.
 BOOST_AUTO_TEST_CASE(chat_refuses_long_binary_cross_origin_and_early_messages) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   participant listener(server.endpoint());
   listener.join();
 
@@ -241,7 +232,7 @@ BOOST_AUTO_TEST_CASE(chat_refuses_long_binary_cross_origin_and_early_messages) {
 // Keep-alive (idle timeout 400 ms: a ping after 200 ms of silence): a participant that answers
 // pings stays through several of them; one that never reads, and so never answers, is closed.
 BOOST_AUTO_TEST_CASE(chat_keep_alive_pings_and_closes_a_silent_participant) {
-  server_process server(arguments({"--idle-timeout-ms", "400"}));
+  server_process server(server_arguments({"--idle-timeout-ms", "400"}));
   participant silent(server.endpoint());
   silent.join();
   participant answering(server.endpoint());
@@ -284,7 +275,7 @@ std::string client_frame(unsigned char opcode, const std::string& payload) {
 // a close it never answers, with the shutdown arriving meanwhile; and one that floods the room
 // when the shutdown begins and stays connected. The server exits 0 within its grace period.
 BOOST_AUTO_TEST_CASE(chat_every_close_ends_whatever_the_client_does) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   const auto ep = server.endpoint();
   participant lingering(ep);
   lingering.join();
@@ -320,7 +311,7 @@ BOOST_AUTO_TEST_CASE(chat_every_close_ends_whatever_the_client_does) {
 // A participant that does not read while another talks: it is dropped (its backlog passes the
 // limit, or its socket accepts nothing for the write timeout), and the talker, who reads, goes on.
 BOOST_AUTO_TEST_CASE(chat_a_participant_that_does_not_read_is_dropped) {
-  server_process server(arguments({"--write-timeout-ms", "1000"}));
+  server_process server(server_arguments({"--write-timeout-ms", "1000"}));
   participant deaf(server.endpoint(), 4096);
   deaf.join();
   participant talker(server.endpoint());
@@ -364,20 +355,9 @@ class browser {
                                        "--remote-debugging-port=0",
                                        "--user-data-dir=" + profile_.string(),
                                        "about:blank"};
-    int err[2];
-    BOOST_REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
-    pid_ = ::fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(err[1], STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : arguments) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(err[1]);
-    output_.emplace(io, err[0]);
+    const auto [pid, output] = start_program(std::move(arguments), {STDERR_FILENO});
+    pid_ = pid;
+    output_.emplace(io, output);
     // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
     const std::string prefix = "DevTools listening on ";
     std::string said;
@@ -503,7 +483,7 @@ void say(devtools& chrome, const std::string& page, const std::string& text) {
 // it, and bob's page shows it; bob answers, and ann's page shows that; a participant of this
 // test's own (a Beast client) hears both and is heard by both.
 BOOST_AUTO_TEST_CASE(chat_page_in_a_real_browser) {
-  server_process server(arguments());
+  server_process server(server_arguments());
   browser chromium;
   devtools chrome(chromium.address());
   const std::string base = "http://" + host_of(server.endpoint()) + "/chat?name=";
