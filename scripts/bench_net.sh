@@ -81,6 +81,11 @@ trap 'rm -rf "$bench_out" "$bench_out".* "$tls" "$site"' EXIT
 mkdir -p "$site/www" "$site/nginx"
 head -c 4096 /dev/urandom >"$site/www/4k.bin"
 head -c 1048576 /dev/urandom >"$site/www/1m.bin"
+chmod 755 "$site" "$site/www" && chmod 644 "$site/www/"*  # (nginx's workers run as nobody)
+# ok <url> <file>: the server answers 200 with the file, or the case stops.
+ok() {
+  curl -s "$1" | cmp -s - "$2" || { echo "$1 did not serve $2" >&2; exit 1; }
+}
 nginx_start() {
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   cat >"$site/nginx/nginx.conf" <<CONF
@@ -106,10 +111,12 @@ CONF
 # files_case <name> <file> <workers> <coral args>
 files_case() {
   start "$coral_http" --root "$site/www" $4
+  ok "http://127.0.0.1:$port/files/$2" "$site/www/$2"
   load_run "/files/$2"
   stop
   local coral_rps=$rps coral_p99=$p99 coral_cpu=$cpu
   nginx_start "$3"
+  ok "http://127.0.0.1:$port/$2" "$site/www/$2"
   load_run "/$2"
   kill -QUIT "$pid"
   wait "$pid" || true
