@@ -274,8 +274,6 @@ coral::task<std::size_t> write_some(Socket& socket, Buffers buffers) {
   co_return co_await socket.async_write_some(buffers, coral::use_task);
 }
 
-// Writes all of `buffers`, as long as the client takes some of them: each write that the socket
-// accepts something of starts the clock again, so a client that reads, however slowly, is never
 // Makes the socket's close a reset (SO_LINGER 0), for a client that does not read: what the
 // kernel still holds to send it (up to its send buffer, megabytes on loopback) is freed when the
 // session closes it, rather than kept until the client reads it or goes away (nginx's
@@ -287,6 +285,8 @@ void reset_on_close(Socket& socket) {
   boost::beast::get_lowest_layer(socket).set_option(asio::socket_base::linger(true, 0), ignored);
 }
 
+// Writes all of `buffers`, as long as the client takes some of them: each write that the socket
+// accepts something of starts the clock again, so a client that reads, however slowly, is never
 // dropped for it; one whose socket accepts nothing for `limit` is (coral::timeout_error).
 template <class Socket, class Buffers>
 coral::task<> write_making_progress(Socket& socket, const Buffers& buffers, std::chrono::milliseconds limit) {
