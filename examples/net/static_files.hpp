@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -285,7 +286,12 @@ class open_file {
 
   coral::task<std::size_t> read_at(std::uint64_t offset, asio::mutable_buffer bytes) {
 #if defined(BOOST_ASIO_HAS_FILE)
-    if (file_) co_return co_await file_->async_read_some_at(offset, bytes, coral::use_task);
+    // Not cancellable (the read is short; a cancelled session fails at its next write): with
+    // Boost 1.81's Asio, a read on io_uring cancelled as it completes can lose its completion,
+    // and the session would wait for ever.
+    if (file_)
+      co_return co_await file_->async_read_some_at(
+          offset, bytes, asio::bind_cancellation_slot(asio::cancellation_slot(), coral::use_task));
 #endif
     co_return co_await async_pread(root_.pool(), fd_, offset, bytes);
   }

@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
 #include <boost/json.hpp>
 #include <boost/json/src.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "../server_process.hpp"
 #include "http_exchange.hpp"
@@ -214,4 +217,65 @@ BOOST_AUTO_TEST_CASE(files_a_large_file_to_a_client_that_stops_reading_and_at_sh
   BOOST_TEST((res.body() == large));
   BOOST_TEST((wait_for_close(downloading) == asio::error::eof));  // (no next request: the shutdown began)
   BOOST_TEST(server.exit_status() == 0);
+}
+
+// Downloads cut by the shutdown's second phase: sixteen clients read a 256 MiB file as fast as they
+// can, and sixteen have stopped reading it, when the grace period (300 ms) runs out, so that reads
+// and writes are in flight when the sessions are cancelled. The server exits 0: no read's
+// completion is lost.
+BOOST_AUTO_TEST_CASE(files_downloads_cancelled_by_the_grace_period) {
+  site s;
+  { std::ofstream sparse(s.root / "sparse.bin", std::ios::binary); }
+  std::filesystem::resize_file(s.root / "sparse.bin", 256 * 1024 * 1024);
+  server_process server(arguments(s, {"--grace-ms", "300"}));
+  const auto ep = server.endpoint();
+  struct download {
+    tcp::socket socket;
+    std::array<char, 65536> sink{};
+    std::size_t received = 0;
+    bool ended = false;
+  };
+  std::vector<std::unique_ptr<download>> downloads;
+  std::function<void(download&)> read_on = [&](download& d) {
+    d.socket.async_read_some(asio::buffer(d.sink), [&](boost::system::error_code e, std::size_t n) {
+      d.received += n;
+      if (e) {
+        d.ended = true;
+      } else {
+        read_on(d);
+      }
+    });
+  };
+  for (int i = 0; i < 16; ++i) {
+    downloads.push_back(std::make_unique<download>(download{connect_to(ep)}));
+    write_all(downloads.back()->socket, get(ep, "/files/sparse.bin"));
+    read_on(*downloads.back());
+  }
+  // And sixteen that stop reading at once (their sessions wait in writes).
+  std::vector<tcp::socket> stalled;
+  for (int i = 0; i < 16; ++i) {
+    stalled.push_back(connect_to(ep, 4096));
+    write_all(stalled.back(), get(ep, "/files/sparse.bin"));
+  }
+  // Every download under way, then the signal.
+  bool all_started = false;
+  const auto deadline = clock_type::now() + patience;
+  io.restart();
+  while (!all_started && clock_type::now() < deadline) {
+    io.run_one_until(deadline);
+    all_started = std::all_of(downloads.begin(), downloads.end(), [](const auto& d) { return d->received > 0; });
+  }
+  BOOST_REQUIRE(all_started);
+  server.signal();
+  BOOST_TEST(server.exit_status() == 0);
+  BOOST_TEST(server.output().find("grace period over") != std::string::npos, server.output());
+  BOOST_TEST(server.output().find("all sessions ended") != std::string::npos, server.output());
+  // The downloads end with the server (cut short).
+  const auto ends_by = clock_type::now() + patience;
+  io.restart();
+  auto all_ended = [&] {
+    return std::all_of(downloads.begin(), downloads.end(), [](const auto& d) { return d->ended; });
+  };
+  while (!all_ended() && clock_type::now() < ends_by) io.run_one_until(ends_by);
+  BOOST_TEST(all_ended());
 }
