@@ -576,8 +576,9 @@ coral::task<std::optional<bool>> serve_file(Socket& socket, const request& req, 
   keep_alive(res, req, req.keep_alive() && !server.stopping.is_set());
   std::uint64_t first = 0;
   std::uint64_t length = size;
-  if (req.count(http::field::if_none_match) > 0 &&
-      static_files::none_match_names(req[http::field::if_none_match], etag)) {
+  const auto [tags, tags_end] = req.equal_range(http::field::if_none_match);  // (every line: one list)
+  if (std::any_of(tags, tags_end,
+                  [&](const auto& line) { return static_files::none_match_names(line.value(), etag); })) {
     res.result(http::status::not_modified);
     length = 0;
   } else if (req.count(http::field::range) == 1 &&

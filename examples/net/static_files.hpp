@@ -39,6 +39,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -203,18 +204,25 @@ struct range_request {
   bool unsatisfiable = false;
 };
 
+// A number of a Range; one too large for 64 bits is the largest (past any file's end).
 inline std::optional<std::uint64_t> digits(std::string_view text) {
-  if (text.empty() || text.size() > 19) return std::nullopt;
+  if (text.empty()) return std::nullopt;
+  constexpr auto largest = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t n = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    n = n > (largest - digit) / 10 ? largest : n * 10 + digit;
   }
   return n;
 }
 
 inline range_request parse_range(std::string_view header, std::uint64_t size) {
-  if (!header.starts_with("bytes=")) return {};
+  // (The unit is compared without regard to case, RFC 9110 14.1.)
+  if (header.size() < 6 || !std::equal(header.begin(), header.begin() + 6, "bytes=", [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+      }))
+    return {};
   std::string_view spec = header.substr(6);
   while (!spec.empty() && spec.front() == ' ') spec.remove_prefix(1);
   while (!spec.empty() && spec.back() == ' ') spec.remove_suffix(1);

@@ -123,6 +123,8 @@ BOOST_AUTO_TEST_CASE(files_whole_partial_conditional_and_head) {
     BOOST_TEST(unchanged[http::field::etag] == etag);
   }
   BOOST_TEST(ask("/files/index.html", "If-None-Match: \"other\"\r\n").result_int() == 200);
+  BOOST_TEST(ask("/files/index.html", "If-None-Match: \"other\"\r\nIf-None-Match: " + etag + "\r\n").result_int() ==
+             304);  // (two lines are one list)
 
   // Ranges.
   const auto size = s.big.size();
@@ -140,7 +142,12 @@ BOOST_AUTO_TEST_CASE(files_whole_partial_conditional_and_head) {
   check_partial("bytes=1000000-", 1000000, size - 1000000);
   check_partial("bytes=5-99999999", 5, size - 5);
   check_partial("bytes=-99999999", 0, size);
-  for (const std::string& past : {"bytes=" + std::to_string(size) + "-", std::string("bytes=-0")}) {
+  check_partial("BYTES=10-19", 10, 10);
+  check_partial("bytes=0-18446744073709551616", 0, size);  // (past 64 bits: the end)
+  check_partial("bytes=-99999999999999999999", 0, size);
+  check_partial("bytes=00000000000000000001-2", 1, 2);
+  for (const std::string& past :
+       {"bytes=" + std::to_string(size) + "-", std::string("bytes=-0"), std::string("bytes=18446744073709551615-")}) {
     const auto refused = ask("/files/big.bin", "Range: " + past + "\r\n");
     BOOST_TEST(refused.result_int() == 416, past);
     BOOST_TEST(refused[http::field::content_range] == "bytes */" + std::to_string(size));
