@@ -197,14 +197,6 @@ inline std::string over_capacity() {
   return serialized.str();
 }
 
-// ASCII case-insensitive equality. (Not beast::iequals: Beast 1.81's reads one byte past the end of
-// both strings when they differ in case.)
-inline bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) { return lower(x) == lower(y); });
-}
-
 // Whether `authority` is host[:port] (RFC 3986 3.2.2, 3.2.3): a registered name (percent-encoded
 // bytes allowed) or a bracketed IPv6 address, and a port of digits. No userinfo: RFC 9110 4.2.4.
 inline bool valid_host_and_port(std::string_view authority) {

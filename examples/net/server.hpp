@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -31,6 +32,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/stream_traits.hpp>
+#include <cctype>
 #include <chrono>
 #include <coral/coral.hpp>
 #include <cstdio>
@@ -74,6 +76,14 @@ struct stream_end {
 template <class Stream>
 bool ended_by_client(const boost::system::error_code& error) noexcept {
   return error == asio::error::eof || stream_end<Stream>::truncated(error);
+}
+
+// ASCII case-insensitive equality. (Not beast::iequals: Beast 1.81's reads one byte past the end of
+// both strings when they differ in case.)
+inline bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) { return lower(x) == lower(y); });
 }
 
 struct options {

@@ -219,10 +219,7 @@ inline std::optional<std::uint64_t> digits(std::string_view text) {
 
 inline range_request parse_range(std::string_view header, std::uint64_t size) {
   // (The unit is compared without regard to case, RFC 9110 14.1.)
-  if (header.size() < 6 || !std::equal(header.begin(), header.begin() + 6, "bytes=", [](char a, char b) {
-        return std::tolower(static_cast<unsigned char>(a)) == b;
-      }))
-    return {};
+  if (!equal_ignoring_case(header.substr(0, 6), "bytes=")) return {};
   std::string_view spec = header.substr(6);
   while (!spec.empty() && spec.front() == ' ') spec.remove_prefix(1);
   while (!spec.empty() && spec.back() == ' ') spec.remove_suffix(1);
@@ -285,9 +282,9 @@ class open_file {
   open_file(const open_file&) = delete;
   open_file& operator=(const open_file&) = delete;
 
-  int native() const {
+  int native() {
 #if defined(BOOST_ASIO_HAS_FILE)
-    if (file_) return const_cast<asio::random_access_file&>(*file_).native_handle();
+    if (file_) return file_->native_handle();
 #endif
     return fd_;
   }

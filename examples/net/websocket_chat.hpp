@@ -57,14 +57,9 @@ bool same_origin(const Request& upgrade) {
   if (origins > 1) return false;
   const std::string_view origin = upgrade[http::field::origin];
   const std::string_view host = upgrade[http::field::host];
-  auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
-  };
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (origin.size() > scheme.size() && same(origin.substr(0, scheme.size()), scheme))
-      return !host.empty() && same(origin.substr(scheme.size()), host);
+    if (origin.size() > scheme.size() && equal_ignoring_case(origin.substr(0, scheme.size()), scheme))
+      return !host.empty() && equal_ignoring_case(origin.substr(scheme.size()), host);
   }
   return false;
 }
