@@ -376,8 +376,8 @@ coral::task<bool> wait_for_client(Stream& stream, DynamicBuffer& buffer, shutdow
 // The same call on a plain socket is the socket's own wait (not a coroutine: no frame and no await
 // of its own per request).
 template <class Socket, class DynamicBuffer>
-coral::task<bool> wait_for_client(Socket& socket, DynamicBuffer&, shutdown_signal::session& me,
-                                  std::chrono::milliseconds limit) {
+CORAL_CORO_WRAPPER coral::task<bool> wait_for_client(Socket& socket, DynamicBuffer&, shutdown_signal::session& me,
+                                                     std::chrono::milliseconds limit) {
   return wait_for_client(socket, me, limit);
 }
 

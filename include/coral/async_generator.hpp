@@ -57,7 +57,7 @@ template <class T>
 class async_generator;
 
 template <class T>
-class [[nodiscard]] async_generator {
+class [[nodiscard]] CORAL_CORO_RETURN_TYPE async_generator {
   static_assert(std::is_object_v<T> && !std::is_const_v<T>, "coral::async_generator<T>: T is a value type");
 
  public:
@@ -78,20 +78,19 @@ class [[nodiscard]] async_generator {
 
   // map: an async_generator<U> of f(x), U being what f returns.
   template <class F>
-  requires std::invocable<F&, T&&>
-  auto map(F f) && {
+  requires std::invocable<F&, T&&> CORAL_CORO_CONSUMING_WRAPPER auto map(F f) && {
     detail::async_generator_frame* up = upstream_frame();
     return map_body<std::remove_cvref_t<std::invoke_result_t<F&, T&&>>>(std::move(*this), std::move(f))
         .pulling_from(up);
   }
   // filter: the values for which p(x) is true (p sees a non-modifiable lvalue).
   template <class P>
-  requires std::predicate<P&, const T&> async_generator filter(P p) && {
+  requires std::predicate<P&, const T&> CORAL_CORO_CONSUMING_WRAPPER async_generator filter(P p) && {
     detail::async_generator_frame* up = upstream_frame();
     return filter_body(std::move(*this), std::move(p)).pulling_from(up);
   }
   // take: the first n values at most.
-  async_generator take(std::size_t n) && {
+  CORAL_CORO_CONSUMING_WRAPPER async_generator take(std::size_t n) && {
     detail::async_generator_frame* up = upstream_frame();
     return take_body(std::move(*this), n).pulling_from(up);
   }
@@ -104,7 +103,7 @@ class [[nodiscard]] async_generator {
 
   detail::async_generator_frame* upstream_frame() noexcept { return frame_ ? &frame_.promise() : nullptr; }
   // A transform's frame records the frame it owns and pulls from (see destroy_async_generator).
-  async_generator pulling_from(detail::async_generator_frame* up) && noexcept {
+  CORAL_CORO_CONSUMING_WRAPPER async_generator pulling_from(detail::async_generator_frame* up) && noexcept {
     frame_.promise().upstream = up;
     return std::move(*this);
   }

@@ -35,14 +35,16 @@ namespace coral {
 
 template <class L, class R>
 requires(detail::coral_operand<L> || detail::coral_operand<R>) &&
-    detail::operator_operand<L>&& detail::operator_operand<R> auto operator&&(L&& l, R&& r) {
+    detail::operator_operand<L>&& detail::operator_operand<R> CORAL_CORO_CONSUMING_WRAPPER auto operator&&(L&& l,
+                                                                                                           R&& r) {
   using result = detail::and_result_t<detail::operand_value_t<L>, detail::operand_value_t<R>>;
   return detail::all_of<result, std::remove_cvref_t<L>, std::remove_cvref_t<R>>(std::forward<L>(l), std::forward<R>(r));
 }
 
 template <class L, class R>
 requires(detail::coral_operand<L> || detail::coral_operand<R>) &&
-    detail::operator_operand<L>&& detail::operator_operand<R> auto operator||(L&& l, R&& r) {
+    detail::operator_operand<L>&& detail::operator_operand<R> CORAL_CORO_CONSUMING_WRAPPER auto operator||(L&& l,
+                                                                                                           R&& r) {
   using result = detail::or_result_t<detail::operand_value_t<L>, detail::operand_value_t<R>>;
   return detail::any_of<result, std::remove_cvref_t<L>, std::remove_cvref_t<R>>(std::forward<L>(l), std::forward<R>(r));
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "coral/detail/config.hpp"
 #include "coral/detail/generator_promise.hpp"
 
 namespace coral {
@@ -70,7 +71,7 @@ namespace coral {
 // Thread safety: distinct objects: safe. Shared objects: unsafe (a generator is consumed by one
 // caller at a time; it may be handed to another thread between calls).
 template <class T>
-class [[nodiscard]] generator {
+class [[nodiscard]] CORAL_CORO_RETURN_TYPE generator {
   static_assert(!std::is_void_v<T> && !std::is_rvalue_reference_v<T> && !std::is_const_v<T>,
                 "coral::generator<T>: T is a value type (generator<int>), T& or const T&");
 
@@ -103,24 +104,24 @@ class [[nodiscard]] generator {
   // Transforms: each returns a new lazy generator that owns this one (left empty).
   // map: a generator<U> of f(x), U being what f returns (a value, or a reference).
   template <std::invocable<reference> F>
-  auto map(F f) && {
+  CORAL_CORO_CONSUMING_WRAPPER auto map(F f) && {
     return map_body<detail::map_element_t<F, reference>>(upstream(release()), std::move(f));
   }
   // flat_map: f(x) returns a coral::generator<U>; all their elements, in order.
   template <std::invocable<reference> F>
-  auto flat_map(F f) && {
+  CORAL_CORO_CONSUMING_WRAPPER auto flat_map(F f) && {
     return flat_map_body<detail::flat_map_result_t<F, reference>>(upstream(release()), std::move(f));
   }
   // filter: the elements for which p(x) is true.
   template <std::predicate<const value_type&> P>
-  generator filter(P p) && {
+  CORAL_CORO_CONSUMING_WRAPPER generator filter(P p) && {
     return predicate_body<false>(upstream(release()), std::move(p));
   }
   // take: the first n elements.
-  generator take(std::size_t n) && { return take_body(upstream(release()), n); }
+  CORAL_CORO_CONSUMING_WRAPPER generator take(std::size_t n) && { return take_body(upstream(release()), n); }
   // take_while: the elements before the first one for which p(x) is false.
   template <std::predicate<const value_type&> P>
-  generator take_while(P p) && {
+  CORAL_CORO_CONSUMING_WRAPPER generator take_while(P p) && {
     return predicate_body<true>(upstream(release()), std::move(p));
   }
 
@@ -141,10 +142,10 @@ class [[nodiscard]] generator {
   // (Constrained by trailing requires-clauses: clang 14 matches an out-of-line definition to its
   // declaration only then, when the constraint names a member of the class.)
   template <class... A>
-  static generator from(A&&... values) requires(std::convertible_to<A, value_type>&&...);
-  static generator from(std::initializer_list<value_type> values);
+  CORAL_CORO_CONSUMING_WRAPPER static generator from(A&&... values) requires(std::convertible_to<A, value_type>&&...);
+  CORAL_CORO_CONSUMING_WRAPPER static generator from(std::initializer_list<value_type> values);
   template <class R>
-  static generator from(R&& range) requires detail::range_of<R, value_type>;
+  CORAL_CORO_CONSUMING_WRAPPER static generator from(R&& range) requires detail::range_of<R, value_type>;
 
  private:
   friend promise_type;
@@ -262,7 +263,16 @@ generator<U> generator<T>::map_body(upstream up, F f) {
 template <class T>
 template <class G, class F>
 G generator<T>::flat_map_body(upstream up, F f) {
-  while (object* x = co_await up.pull()) co_yield elements_of(std::invoke(f, static_cast<reference>(*x)));
+  // (A plain call where it can be one: with CORAL_CORO_LIFETIME_CHECKS, clang rejects std::invoke
+  // of a callable that returns a generator, since the standard library's invoke is no coroutine
+  // wrapper.)
+  while (object* x = co_await up.pull()) {
+    if constexpr (std::is_member_pointer_v<F>) {
+      co_yield elements_of(std::invoke(f, static_cast<reference>(*x)));
+    } else {
+      co_yield elements_of(f(static_cast<reference>(*x)));
+    }
+  }
 }
 
 // filter (skips a rejected value) and take_while (ends at it).

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/config.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/promise.hpp"
 #include "coral/detail/spawn_operation.hpp"
@@ -33,7 +34,7 @@ struct inherit {};
 //
 // Thread safety: distinct objects: safe. Shared objects: unsafe (a task is owned by one awaiter).
 template <class T = void, class Executor = inherit>
-class [[nodiscard]] task {
+class [[nodiscard]] CORAL_CORO_RETURN_TYPE task {
   static_assert(std::is_same_v<Executor, inherit> || detail::executor_like<Executor>,
                 "coral::task<T, Executor>: Executor is coral::inherit or a default-constructible executor type");
 

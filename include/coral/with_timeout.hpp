@@ -28,11 +28,11 @@ namespace coral {
 // A channel operation is raced against the deadline as in when_any: `with_timeout(1s,
 // ch.receive())` either receives a value or throws timeout_error having consumed none.
 template <class Rep, class Period, detail::race_argument A>
-auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a);
+CORAL_CORO_CONSUMING_WRAPPER auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a);
 
 // As with_timeout, with an absolute deadline on the steady clock.
 template <detail::race_argument A>
-auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a);
+CORAL_CORO_CONSUMING_WRAPPER auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a);
 
 }  // namespace coral
 

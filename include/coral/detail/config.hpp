@@ -16,3 +16,33 @@
 #define CORAL_ALWAYS_INLINE
 #define CORAL_USED
 #endif
+
+// clang's checks of references that a coroutine outlives (opt-in: define CORAL_CORO_LIFETIME_CHECKS
+// to 1 before including coral, or pass -DCORAL_CORO_LIFETIME_CHECKS=1). With them, coral's coroutine
+// types are [[clang::coro_return_type]] and [[clang::coro_lifetimebound]]: a task, generator or
+// async_generator kept in a variable or returned while a reference parameter of its coroutine is
+// bound to a temporary or a local that dies first is a -Wdangling warning. The price is clang's:
+// a function that returns one of these types without being a coroutine is then an error unless it
+// is marked CORAL_CORO_WRAPPER (std::function<task<>()> and std::invoke of a task factory among
+// them), which is why the checks are not on by default. Other compilers ignore the setting.
+#if defined(CORAL_CORO_LIFETIME_CHECKS) && CORAL_CORO_LIFETIME_CHECKS && defined(__clang__) && \
+    defined(__has_cpp_attribute)
+#if __has_cpp_attribute(clang::coro_return_type) && __has_cpp_attribute(clang::coro_lifetimebound) && \
+    __has_cpp_attribute(clang::coro_wrapper)
+#define CORAL_CORO_RETURN_TYPE [[clang::coro_return_type, clang::coro_lifetimebound]]
+#define CORAL_CORO_WRAPPER [[clang::coro_wrapper]]
+#if __has_cpp_attribute(clang::coro_disable_lifetimebound)
+// coral's own wrappers that keep nothing they are passed by reference (they move or copy it into
+// the coroutine they return, as `std::move(g).map(f)` and `generator<int>::from({1, 2})` do): a
+// temporary argument is no dangling reference.
+#define CORAL_CORO_CONSUMING_WRAPPER [[clang::coro_wrapper, clang::coro_disable_lifetimebound]]
+#else
+#define CORAL_CORO_CONSUMING_WRAPPER [[clang::coro_wrapper]]
+#endif
+#endif
+#endif
+#ifndef CORAL_CORO_RETURN_TYPE
+#define CORAL_CORO_RETURN_TYPE
+#define CORAL_CORO_WRAPPER
+#define CORAL_CORO_CONSUMING_WRAPPER
+#endif

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "coral/detail/allocated.hpp"
+#include "coral/detail/config.hpp"
 #include "coral/detail/executors.hpp"
 #include "coral/detail/inline_queue.hpp"
 #include "coral/detail/promise.hpp"
@@ -339,7 +340,7 @@ template <class T, class F>
 class factory_job_state final : public result_segment<T> {
  public:
   factory_job_state(placement&& where, F factory) : result_segment<T>(std::move(where)), factory_(std::move(factory)) {}
-  auto make_task() { return factory_(); }
+  CORAL_CORO_CONSUMING_WRAPPER auto make_task() { return factory_(); }
 
  private:
   F factory_;

@@ -35,7 +35,7 @@ task<T> awaitable_task(asio::awaitable<T, E> a) {
 
 // An operand as an argument of when_all: an asio::awaitable in a task of its own, the rest as is.
 template <class A>
-decltype(auto) join_operand(A&& a) {
+CORAL_CORO_CONSUMING_WRAPPER decltype(auto) join_operand(A&& a) {
   if constexpr (is_asio_awaitable_v<std::remove_cvref_t<A>>) {
     return awaitable_task(std::forward<A>(a));
   } else {
@@ -47,7 +47,7 @@ decltype(auto) join_operand(A&& a) {
 // operation awaited with use_task, say: `t1.async_wait(use_task) || t2.async_wait(use_task)`) in a
 // task of its own, which the race cancels if it loses, as Asio's `||` does.
 template <class A>
-decltype(auto) race_operand(A&& a) {
+CORAL_CORO_CONSUMING_WRAPPER decltype(auto) race_operand(A&& a) {
   if constexpr (is_asio_awaitable_v<std::remove_cvref_t<A>>) {
     return awaitable_task(std::forward<A>(a));
   } else if constexpr (race_argument<A>) {

@@ -228,7 +228,7 @@ task<R> await_in_race(A argument) {
 // A join's argument as a task: a task as it is, an awaitable (channel operation, sleep, lock...)
 // inside a task that awaits it on the parent's executor.
 template <join_argument A>
-auto as_join_task(A&& a) {
+CORAL_CORO_CONSUMING_WRAPPER auto as_join_task(A&& a) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_task_v<D>) {
     return D(std::forward<A>(a));

@@ -162,14 +162,14 @@ task<T> run_timed(Task operation, Limit limit) {
 }  // namespace detail
 
 template <class Rep, class Period, detail::race_argument A>
-auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
+CORAL_CORO_CONSUMING_WRAPPER auto with_timeout(std::chrono::duration<Rep, Period> timeout, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
   constexpr bool late_result = !detail::raceable<A> && !detail::is_duration_v<std::remove_cvref_t<A>>;
   return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), detail::clock_duration(timeout));
 }
 
 template <detail::race_argument A>
-auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
+CORAL_CORO_CONSUMING_WRAPPER auto with_deadline(std::chrono::steady_clock::time_point deadline, A&& a) {
   using T = typename detail::join_task_t<A>::value_type;
   constexpr bool late_result = !detail::raceable<A> && !detail::is_duration_v<std::remove_cvref_t<A>>;
   return detail::run_timed<T, late_result>(detail::as_join_task(std::forward<A>(a)), deadline);
