@@ -25,14 +25,11 @@ placement place(const asio::any_io_executor& executor, bool cancellable) {
 }
 
 task_segment::task_segment(placement&& where)
-    : host_(where.host ? where.host : this),
+    : host_(where.host),
       executor_(std::move(where.executor)),
       gate_(std::move(where.gate)),
       serialised_(where.serialised) {
-  if (hosted()) {
-    host_->add_ref();
-    return;
-  }
+  if (hosted()) return;
   constexpr auto tracked = asio::execution::outstanding_work.tracked;
   if (auto io = io_context_executor_of(executor_)) {
     work_.emplace<1>(asio::prefer(*io, tracked));
@@ -51,7 +48,6 @@ task_segment::~task_segment() {
   if (record_) free_record(record_);  // (a task that never ran)
 #endif
   leave_context();
-  if (hosted()) host_->release();
 }
 
 void task_segment::throw_cancelled() {
@@ -74,7 +70,7 @@ void task_segment::cancel(asio::cancellation_type type, cancel_cause cause) {
   std::optional<context_gate::pass> pass;
   std::optional<asio::any_io_executor> executor;
   // (A hosted segment's signal goes through its host's executor, which is its own.)
-  task_segment& host = *host_;
+  task_segment& host = hosted() ? *host_ : *this;
   host.gate_->if_linked(host, [&] {
     pass.emplace(*host.gate_);
     if (*pass) executor = host.executor_;

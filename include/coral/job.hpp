@@ -30,21 +30,15 @@ class job {
   using value_type = T;
 
   job() noexcept = default;
-  explicit job(state_type* state) noexcept : state_(state) {  // adopts a reference
-    if (state_) state_->adopt_handle();
-  }
-  job(const job& other) noexcept : state_(other.state_) {
-    if (state_) state_->add_handle();
-  }
-  job(job&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  explicit job(state_type* state) noexcept : state_(detail::adopt_as_handle(state)) {}  // adopts a reference
+  job(const job& other) noexcept : state_(other.state_.get()) {}
+  job(job&& other) noexcept = default;
   job& operator=(job other) noexcept {
     std::swap(state_, other.state_);
     return *this;
   }
   // The last job to go once the task has ended destroys its result, here.
-  ~job() {
-    if (state_) state_->release_handle();
-  }
+  ~job() = default;
 
   bool valid() const noexcept { return state_ != nullptr; }
 
@@ -164,7 +158,7 @@ class job {
 
   state_type& state() const noexcept { return *state_; }
 
-  state_type* state_ = nullptr;
+  detail::counted_ref<state_type, detail::job_handle_references> state_;
 };
 
 }  // namespace coral

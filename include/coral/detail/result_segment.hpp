@@ -156,23 +156,18 @@ class result_segment : public task_segment {
       abandoned_ = true;  // (it never ran: nothing of it failed)
     }
     end();
-    this->release();
+    this->let_go_of_chain_reference();
   }
 
   // (Sequentially consistent: a waiter publishes its signal, then reads this; the end publishes
   // this, then reads the signal. One of the two sees the other.)
   bool done() const noexcept { return callbacks_.load(std::memory_order_seq_cst) == ended(); }
 
-  // Job handles: each holds an object reference, and they are counted apart so that the last one
-  // to go once the job is done destroys the result on its own thread.
-  void adopt_handle() noexcept { handles_.fetch_add(1, std::memory_order_relaxed); }
-  void add_handle() noexcept {
-    handles_.fetch_add(1, std::memory_order_relaxed);
-    this->add_ref();
-  }
-  void release_handle() noexcept {
+  // Job handles (job_handle_references): each is an object reference, and they are counted apart
+  // as well, so that the last one to go once the job is done destroys the result on its own thread.
+  void count_handle() noexcept { handles_.fetch_add(1, std::memory_order_relaxed); }
+  void uncount_handle() noexcept {
     if (handles_.fetch_sub(1, std::memory_order_acq_rel) == 1 && done()) drop_result();
-    this->release();
   }
 
   // Blocks the calling thread until the job has ended, or until `deadline`; returns done().
@@ -333,6 +328,28 @@ class result_segment : public task_segment {
   bool abandoned_ = false;
   const bool read_in_place_ = true;  // a job's state (not a child's)
 };
+
+// How a job handle counts (counted_ref's Count): an object reference, and one handle more.
+struct job_handle_references {
+  template <class T>
+  static void add(result_segment<T>& segment) noexcept {
+    segment.count_handle();
+    object_references::add(segment);
+  }
+  template <class T>
+  static void release(result_segment<T>& segment) noexcept {
+    segment.uncount_handle();
+    object_references::release(segment);
+  }
+};
+
+// A job handle that takes over the caller's reference to `segment` (adding none, counting one
+// handle more).
+template <class T>
+counted_ref<result_segment<T>, job_handle_references> adopt_as_handle(result_segment<T>* segment) noexcept {
+  if (segment) segment->count_handle();
+  return adopt<result_segment<T>, job_handle_references>(segment);
+}
 
 // A job whose task comes from a callable (typically a capturing lambda): the callable lives here,
 // so its captures outlive the task's frame.

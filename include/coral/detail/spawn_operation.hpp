@@ -49,16 +49,16 @@ requires(!is_task_v<std::remove_cvref_t<A>>) struct task_of<A> {
 template <class A>
 using task_of_t = typename task_of<A>::type;
 
-// A spawned task's root segment, made and not started yet. It holds the two references the root
-// is made with: the running task's and the caller's. start() hands the first to the running task;
-// if the root goes before it started (an exception between making and starting it: an
+// A spawned task's root segment, made and not started yet: the reference a segment is made with
+// (its running chain's, see task_segment) and the caller's, taken here. start() lets the chain
+// run; if the root goes before it started (an exception between making and starting it: an
 // allocation, a callable), the frame is destroyed unstarted, the job ends with that exception
 // (its callbacks run: a completion handler or a group hears it) and both references go.
 template <class T>
 class unstarted_root {
  public:
-  // (Takes over the caller's reference; the running task's is the segment's own.)
-  explicit unstarted_root(result_segment<T>* segment) noexcept : segment_(adopt(segment)) {}
+  // (The running chain's reference stays the segment's own; the caller's is taken here.)
+  explicit unstarted_root(result_segment<T>* segment) noexcept : segment_(segment) {}
   unstarted_root(unstarted_root&& other) noexcept : segment_(std::move(other.segment_)), started_(other.started_) {}
   unstarted_root& operator=(unstarted_root&&) = delete;
   ~unstarted_root() {
@@ -110,7 +110,6 @@ auto make_root(asio::any_io_executor executor, Source&& source, bool cancellable
     made->attach(t.release());
   }
   made->start_record(nullptr, where);
-  made->add_ref();  // the running task's
   return unstarted_root<T>(made.release());
 }
 

@@ -82,18 +82,18 @@ class task_segment : public gate_member {
   task_segment& operator=(const task_segment&) = delete;
 
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
-  const asio::any_io_executor& executor() const noexcept { return host_->executor_; }
-  context_gate& gate() const noexcept { return *host_->gate_; }
+  const asio::any_io_executor& executor() const noexcept { return host().executor_; }
+  context_gate& gate() const noexcept { return *host().gate_; }
   // For whoever may need the gate after the segment is gone (a child on another context, which
   // passes through its parent's gate when it ends).
-  const std::shared_ptr<context_gate>& shared_gate() const noexcept { return host_->gate_; }
+  const std::shared_ptr<context_gate>& shared_gate() const noexcept { return host().gate_; }
 
   // For a child that runs on this segment's executor while this segment waits for it (a join's
   // member): whether that executor can be shared as it is (it runs one thing at a time), and then
   // the placement of a segment hosted by this one.
   bool can_host() const noexcept { return serialised_; }
-  placement hosted_placement() const noexcept { return placement{{}, nullptr, true, host_}; }
-  bool hosted() const noexcept { return host_ != this; }
+  placement hosted_placement() noexcept { return placement{{}, nullptr, true, hosted() ? host_.get() : this}; }
+  bool hosted() const noexcept { return static_cast<bool>(host_); }
 
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   // Inline: every suspension point checks it; the throw itself is out of line.
@@ -135,7 +135,7 @@ class task_segment : public gate_member {
   void release_keep_alive() noexcept {
     if (keep_alive_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       chain_released();
-      release();  // the running segment's reference
+      let_go_of_chain_reference();
     }
   }
   // Called from the final suspension of the segment's outermost coroutine, on its executor.
@@ -145,9 +145,11 @@ class task_segment : public gate_member {
   // Drops a keep-alive reference taken before the segment ever ran, without ending the chain: its
   // start failed, and the frame stays attached for whoever ends it unstarted.
   void forget_unstarted_keep_alive() noexcept { keep_alive_.fetch_sub(1, std::memory_order_relaxed); }
+  // The object reference a segment is made with is its running chain's: the last keep-alive lets
+  // go of it, or, for a segment that never ran, whoever discards it.
+  void let_go_of_chain_reference() noexcept { release(); }
 
  public:
-
   // The segment's record for coral::dump_tasks, if tracking was on when it was made (null
   // otherwise). Made by its creator, before it starts: `parent`, the segment awaiting it (a
   // child's, a join branch's), or null for a spawned task, spawned at `where`.
@@ -189,7 +191,9 @@ class task_segment : public gate_member {
   void abandon() noexcept override;
 
  private:
-  void destroy_self() noexcept override { delete this; }
+  void destroy_self() noexcept override {
+    delete this;
+  }
 
   void note_cause(cancel_cause cause) noexcept {
     cancel_cause seen = cause_.load(std::memory_order_relaxed);
@@ -204,6 +208,10 @@ class task_segment : public gate_member {
   template <class Executor>
   using tracked =
       std::decay_t<decltype(asio::prefer(std::declval<Executor>(), asio::execution::outstanding_work.tracked))>;
+  // The segment whose executor, gate and work this one uses: itself unless it is hosted.
+  const task_segment& host() const noexcept {
+    return hosted() ? *host_ : *this;
+  }
   void drop_executor() noexcept;
 #if CORAL_TASK_TRACKING
   void make_own_record(const task_segment* parent, const code_location& where);
@@ -212,8 +220,8 @@ class task_segment : public gate_member {
 #if CORAL_TASK_TRACKING
   task_record* record_ = nullptr;
 #endif
-  // The segment itself, or the one hosting it (an object reference is held on it).
-  task_segment* const host_;
+  // The segment hosting this one, if it is hosted.
+  counted_ref<task_segment> host_;
   // Empty in a hosted segment.
   asio::any_io_executor executor_;
   std::shared_ptr<context_gate> gate_;
