@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "coral/detail/async_generator_promise.hpp"
+#include "coral/detail/invoke_direct.hpp"
 #include "coral/detail/unique_coroutine.hpp"
 
 namespace coral {
@@ -110,7 +111,7 @@ class [[nodiscard]] CORAL_CORO_RETURN_TYPE async_generator {
 
   template <class U, class F>
   static async_generator<U> map_body(async_generator upstream, F f) {
-    while (auto v = co_await upstream.next()) co_yield std::invoke(f, std::move(*v));
+    while (auto v = co_await upstream.next()) co_yield detail::invoke_direct(f, std::move(*v));
   }
   template <class P>
   static async_generator filter_body(async_generator upstream, P p) {

@@ -14,6 +14,7 @@
 
 #include "coral/detail/config.hpp"
 #include "coral/detail/generator_promise.hpp"
+#include "coral/detail/invoke_direct.hpp"
 
 namespace coral {
 
@@ -144,8 +145,13 @@ class [[nodiscard]] CORAL_CORO_RETURN_TYPE generator {
   template <class... A>
   CORAL_CORO_CONSUMING_WRAPPER static generator from(A&&... values) requires(std::convertible_to<A, value_type>&&...);
   CORAL_CORO_CONSUMING_WRAPPER static generator from(std::initializer_list<value_type> values);
+  // (An lvalue range is a reference the generator keeps: clang's lifetime checks follow it. An
+  // rvalue range is taken over.)
   template <class R>
-  CORAL_CORO_CONSUMING_WRAPPER static generator from(R&& range) requires detail::range_of<R, value_type>;
+  CORAL_CORO_WRAPPER static generator from(R& range) requires detail::range_of<R&, value_type>;
+  template <class R>
+  CORAL_CORO_CONSUMING_WRAPPER static generator from(R&& range) requires(!std::is_lvalue_reference_v<R> &&
+                                                                         detail::range_of<R, value_type>);
 
  private:
   friend promise_type;
@@ -253,8 +259,7 @@ generator<U> generator<T>::map_body(upstream up, F f) {
   } else {
     detail::stage_value<U> result;
     auto step = [&](object& x, const auto& stage) {
-      return stage.pass(
-          detail::erase_object(result.emplace([&]() -> U { return std::invoke(f, static_cast<reference>(x)); })));
+      return stage.pass(detail::erase_object(result.emplace(detail::invoke_in_place<U, reference, F, object>{f, x})));
     };
     co_await up.stage(step);
   }
@@ -263,16 +268,7 @@ generator<U> generator<T>::map_body(upstream up, F f) {
 template <class T>
 template <class G, class F>
 G generator<T>::flat_map_body(upstream up, F f) {
-  // (A plain call where it can be one: with CORAL_CORO_LIFETIME_CHECKS, clang rejects std::invoke
-  // of a callable that returns a generator, since the standard library's invoke is no coroutine
-  // wrapper.)
-  while (object* x = co_await up.pull()) {
-    if constexpr (std::is_member_pointer_v<F>) {
-      co_yield elements_of(std::invoke(f, static_cast<reference>(*x)));
-    } else {
-      co_yield elements_of(f(static_cast<reference>(*x)));
-    }
-  }
+  while (object* x = co_await up.pull()) co_yield elements_of(detail::invoke_direct(f, static_cast<reference>(*x)));
 }
 
 // filter (skips a rejected value) and take_while (ends at it).
@@ -345,8 +341,14 @@ generator<T> generator<T>::from(std::initializer_list<value_type> values) {
 
 template <class T>
 template <class R>
-generator<T> generator<T>::from(R&& range) requires detail::range_of<R, value_type> {
-  return from_body<R>(std::forward<R>(range));
+generator<T> generator<T>::from(R& range) requires detail::range_of<R&, value_type> {
+  return from_body<R&>(range);
+}
+
+template <class T>
+template <class R>
+generator<T> generator<T>::from(R&& range) requires(!std::is_lvalue_reference_v<R> && detail::range_of<R, value_type>) {
+  return from_body<R>(std::move(range));
 }
 
 // R is an lvalue reference (the caller's range) or a range type stored in the frame.

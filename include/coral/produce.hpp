@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "coral/channel.hpp"
+#include "coral/detail/invoke_direct.hpp"
 #include "coral/spawn.hpp"
 #include "coral/task.hpp"
 
@@ -39,7 +40,7 @@ channel<T> produce(Where&& where, std::size_t capacity, Body body, overflow poli
         [producer = detail::channel_access::share(out), body = std::move(body)]() mutable -> task<> {
           std::exception_ptr cause;
           try {
-            co_await std::invoke(body, producer);
+            co_await detail::invoke_direct(body, producer);
           } catch (...) {
             cause = std::current_exception();
           }

@@ -37,6 +37,23 @@ coral::async_generator<int> ticks(int n) {
   }
 }
 
+coral::task<int> twice(int x) {
+  co_return 2 * x;
+}
+
+struct node {
+  std::vector<int> children;
+  coral::generator<int> each_child() const {
+    for (int c : children) co_yield c;
+  }
+};
+
+coral::generator<node> nodes() {
+  node first{{1, 2}}, second{{3}};  // (named: g++ 12 rejects a braced temporary in a co_yield)
+  co_yield std::move(first);
+  co_yield std::move(second);
+}
+
 boost::asio::awaitable<int> asio_answer() {
   co_return 42;
 }
@@ -98,6 +115,26 @@ coral::task<int> run_all() {
   int count = 0;
   for (int x : nested) count += x;
   check(count == 7, "generator flat_map and take_while");  // 1, 1 2, 1 2 (3)
+  int children = 0;
+  for (int c : nodes().flat_map(&node::each_child)) children += c;
+  check(children == 6, "generator flat_map of a member function");
+  std::vector<coral::task<int>> doubling;
+  for (auto&& t : up_to(3).map(twice)) doubling.push_back(std::move(t));
+  auto doubled_all = co_await coral::when_all(std::move(doubling));
+  check(doubled_all == std::vector<int>{2, 4, 6}, "generator map to tasks");
+  auto async_tasks = ticks(2).map(twice);
+  int async_sum = 0;
+  while (auto t = co_await async_tasks.next()) async_sum += co_await std::move(*t);
+  check(async_sum == 2, "async_generator map to tasks");
+  auto produced = coral::produce<int>(co_await coral::this_task::executor, 1,
+                                      [](coral::channel<int>& out) -> coral::task<> { co_await out.send(5); });
+  int got = 0;
+  while (auto v = co_await produced.next()) got += *v;
+  check(got == 5, "produce");
+  std::vector<int> range{4, 5};
+  int from_kept = 0;
+  for (int x : coral::generator<int>::from(range)) from_kept += x;
+  check(from_kept == 9, "generator::from an lvalue range");
   auto listed = coral::generator<int>::from({1, 2, 3});
   int sum = 0;
   for (int x : listed) sum += x;

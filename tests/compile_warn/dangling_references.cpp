@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <coral/coral.hpp>
 #include <string>
+#include <vector>
 
 coral::task<std::size_t> length_of(const std::string& text) {
   co_return text.size();
@@ -22,6 +23,12 @@ coral::task<> kept_task() {
 CORAL_CORO_WRAPPER coral::task<std::size_t> returned_local() {
   std::string local = "gone";
   return length_of(local);  // expect: -Wreturn-stack-address
+}
+
+// The same with a generator over a local range, which it keeps a reference to.
+CORAL_CORO_WRAPPER coral::generator<int> returned_local_range() {
+  std::vector<int> local{1, 2, 3};
+  return coral::generator<int>::from(local);  // expect: -Wreturn-stack-address
 }
 
 // A capturing lambda coroutine called at once: the lambda, and its captures, die at the semicolon.

@@ -17,16 +17,17 @@
 #define CORAL_USED
 #endif
 
-// clang's checks of references that a coroutine outlives (opt-in: define CORAL_CORO_LIFETIME_CHECKS
-// to 1 before including coral, or pass -DCORAL_CORO_LIFETIME_CHECKS=1). With them, coral's coroutine
-// types are [[clang::coro_return_type]] and [[clang::coro_lifetimebound]]: a task, generator or
-// async_generator kept in a variable or returned while a reference parameter of its coroutine is
-// bound to a temporary or a local that dies first is a -Wdangling warning. The price is clang's:
-// a function that returns one of these types without being a coroutine is then an error unless it
-// is marked CORAL_CORO_WRAPPER (std::function<task<>()> and std::invoke of a task factory among
-// them), which is why the checks are not on by default. Other compilers ignore the setting.
-#if defined(CORAL_CORO_LIFETIME_CHECKS) && CORAL_CORO_LIFETIME_CHECKS && defined(__clang__) && \
-    defined(__has_cpp_attribute)
+// clang's checks of references that a coroutine outlives (opt-in: define CORAL_CORO_LIFETIME_CHECKS,
+// with no value or 1, before including coral, or pass -DCORAL_CORO_LIFETIME_CHECKS). With them,
+// coral's coroutine types are [[clang::coro_return_type]] and [[clang::coro_lifetimebound]]: a
+// task, generator or async_generator kept in a variable or returned while a reference parameter
+// of its coroutine is bound to a temporary or a local that dies first is a -Wdangling warning. The
+// price is clang's: a function that returns one of these types without being a coroutine is then
+// an error unless it is marked CORAL_CORO_WRAPPER (std::function<task<>()> and std::invoke of a
+// task factory among them), which is why the checks are not on by default. Other compilers
+// ignore the setting. (The test reads an empty definition as 1 and 0 as off.)
+#if defined(CORAL_CORO_LIFETIME_CHECKS) && defined(__clang__) && defined(__has_cpp_attribute)
+#if (0 - CORAL_CORO_LIFETIME_CHECKS - 1) == 1 || (0 - CORAL_CORO_LIFETIME_CHECKS - 1) != -1
 #if __has_cpp_attribute(clang::coro_return_type) && __has_cpp_attribute(clang::coro_lifetimebound) && \
     __has_cpp_attribute(clang::coro_wrapper)
 #define CORAL_CORO_RETURN_TYPE [[clang::coro_return_type, clang::coro_lifetimebound]]
@@ -38,6 +39,7 @@
 #define CORAL_CORO_CONSUMING_WRAPPER [[clang::coro_wrapper, clang::coro_disable_lifetimebound]]
 #else
 #define CORAL_CORO_CONSUMING_WRAPPER [[clang::coro_wrapper]]
+#endif
 #endif
 #endif
 #endif
