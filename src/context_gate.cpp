@@ -1,4 +1,4 @@
-#include "coral/detail/context_gate.hpp"
+#include "coral/detail/core/context_gate.hpp"
 
 #include <boost/asio/detail/strand_executor_service.hpp>
 #include <boost/asio/version.hpp>

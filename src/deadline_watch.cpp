@@ -1,10 +1,10 @@
-#include "coral/detail/deadline_watch.hpp"
+#include "coral/detail/wait/deadline_watch.hpp"
 
 #include <mutex>
 #include <utility>
 
-#include "coral/detail/join_state.hpp"
-#include "coral/detail/sleep_awaiter.hpp"
+#include "coral/detail/join/join_state.hpp"
+#include "coral/detail/wait/sleep_awaiter.hpp"
 
 namespace coral::detail {
 

@@ -1,4 +1,4 @@
-#include "coral/detail/inline_queue.hpp"
+#include "coral/detail/core/inline_queue.hpp"
 
 namespace coral::detail {
 

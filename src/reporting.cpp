@@ -4,8 +4,8 @@
 #include <mutex>
 #include <utility>
 
-#include "coral/detail/result_segment.hpp"
-#include "coral/detail/task_record.hpp"
+#include "coral/detail/core/result_segment.hpp"
+#include "coral/detail/tracking/task_record.hpp"
 #include "coral/unobserved.hpp"
 
 namespace coral {

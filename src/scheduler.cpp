@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "coral/detail/result_segment.hpp"
-#include "coral/detail/task_segment.hpp"
+#include "coral/detail/core/result_segment.hpp"
+#include "coral/detail/core/task_segment.hpp"
 
 namespace coral {
 

@@ -1,9 +1,9 @@
-#include "coral/detail/task_segment.hpp"
+#include "coral/detail/core/task_segment.hpp"
 
 #include <optional>
 
-#include "coral/detail/executors.hpp"
-#include "coral/detail/result_segment.hpp"
+#include "coral/detail/core/executors.hpp"
+#include "coral/detail/core/result_segment.hpp"
 
 namespace coral::detail {
 
@@ -70,7 +70,7 @@ void task_segment::cancel(asio::cancellation_type type, cancel_cause cause) {
   std::optional<context_gate::pass> pass;
   std::optional<asio::any_io_executor> executor;
   // (A hosted segment's signal goes through its host's executor, which is its own.)
-  task_segment& host = hosted() ? *host_ : *this;
+  task_segment& host = this->host();
   host.gate_->if_linked(host, [&] {
     pass.emplace(*host.gate_);
     if (*pass) executor = host.executor_;

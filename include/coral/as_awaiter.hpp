@@ -3,7 +3,7 @@
 #include <future>
 #include <utility>
 
-#include "coral/detail/future_awaiter.hpp"
+#include "coral/detail/wait/future_awaiter.hpp"
 
 namespace coral {
 

@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/async_generator_promise.hpp"
-#include "coral/detail/invoke_direct.hpp"
-#include "coral/detail/unique_coroutine.hpp"
+#include "coral/detail/core/invoke_direct.hpp"
+#include "coral/detail/core/unique_coroutine.hpp"
+#include "coral/detail/generator/async_generator_promise.hpp"
 
 namespace coral {
 
@@ -180,4 +180,4 @@ async_generator<T> detail::async_generator_promise<T>::get_return_object() noexc
 
 }  // namespace coral
 
-#include "coral/impl/promise.hpp"
+#include "coral/impl/await_transform.hpp"

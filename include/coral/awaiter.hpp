@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/context_gate.hpp"
-#include "coral/detail/suspended_task.hpp"
-#include "coral/detail/wait_link.hpp"
+#include "coral/detail/core/context_gate.hpp"
+#include "coral/detail/wait/suspended_task.hpp"
+#include "coral/detail/wait/wait_link.hpp"
 
 namespace coral {
 
@@ -106,7 +106,7 @@ class awaiter : private detail::external_wait {
 
   // The task's context is shutting down: its frames go now (this object too, if it lives there).
   void abandon() noexcept override {
-    if (link_.detach()) task_.let_go();
+    if (link_.abandon()) task_.let_go();
   }
 
   struct empty {};

@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/sync_awaiters.hpp"
+#include "coral/detail/sync/sync_awaiters.hpp"
 
 namespace coral {
 

@@ -8,9 +8,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/channel_fwd.hpp"
-#include "coral/detail/config.hpp"
+#include "coral/detail/channel/channel_fwd.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/config.hpp"
 #include "coral/error.hpp"
 
 namespace coral {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "coral/async_mutex.hpp"
-#include "coral/detail/sync_awaiters.hpp"
+#include "coral/detail/sync/sync_awaiters.hpp"
 #include "coral/task.hpp"
 
 namespace coral {

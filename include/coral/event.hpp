@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "coral/detail/sync_awaiters.hpp"
+#include "coral/detail/sync/sync_awaiters.hpp"
 
 namespace coral {
 

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <thread>
 
-#include "coral/detail/asio.hpp"
+#include "coral/detail/core/asio.hpp"
 
 namespace coral {
 

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "coral/detail/config.hpp"
-#include "coral/detail/generator_promise.hpp"
-#include "coral/detail/invoke_direct.hpp"
+#include "coral/detail/core/config.hpp"
+#include "coral/detail/core/invoke_direct.hpp"
+#include "coral/detail/generator/generator_promise.hpp"
 
 namespace coral {
 
@@ -244,7 +244,7 @@ auto generator<T>::begin() -> iterator {
   return iterator(top_);
 }
 
-// map, filter, take and take_while run as stages (see detail/generator_stages.hpp): step() gets
+// map, filter, take and take_while run as stages (see detail/generator/generator_stages.hpp): step() gets
 // each upstream value where the upstream yields it and says what goes on to this generator's
 // consumer.
 template <class T>

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/inline_queue.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/inline_queue.hpp"
 #include "coral/loop_executor.hpp"
 
 namespace coral {

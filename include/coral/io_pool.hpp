@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "coral/detail/asio.hpp"
+#include "coral/detail/core/asio.hpp"
 
 namespace coral {
 

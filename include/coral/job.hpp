@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/deadline.hpp"
-#include "coral/detail/result_segment.hpp"
+#include "coral/detail/core/result_segment.hpp"
+#include "coral/detail/wait/deadline.hpp"
 
 namespace coral {
 

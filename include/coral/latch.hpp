@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "coral/detail/sync_awaiters.hpp"
+#include "coral/detail/sync/sync_awaiters.hpp"
 
 namespace coral {
 

@@ -3,8 +3,8 @@
 #include <functional>
 #include <utility>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/default_contexts.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/default_contexts.hpp"
 #include "coral/loop_executor.hpp"
 
 namespace coral {

@@ -2,7 +2,7 @@
 
 #include <type_traits>
 
-#include "coral/detail/executors.hpp"
+#include "coral/detail/core/executors.hpp"
 #include "coral/task.hpp"
 
 namespace coral {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "coral/detail/executors.hpp"
+#include "coral/detail/core/executors.hpp"
 #include "coral/task.hpp"
 
 namespace coral {

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/default_contexts.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/default_contexts.hpp"
 
 namespace coral {
 

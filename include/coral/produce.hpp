@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "coral/channel.hpp"
-#include "coral/detail/invoke_direct.hpp"
+#include "coral/detail/core/invoke_direct.hpp"
 #include "coral/spawn.hpp"
 #include "coral/task.hpp"
 

@@ -4,10 +4,10 @@
 #include <functional>
 #include <memory>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/deadline.hpp"
-#include "coral/detail/executors.hpp"
-#include "coral/detail/scheduled_work.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/executors.hpp"
+#include "coral/detail/wait/deadline.hpp"
+#include "coral/detail/wait/scheduled_work.hpp"
 
 namespace coral {
 

@@ -4,7 +4,7 @@
 #include <limits>
 #include <mutex>
 
-#include "coral/detail/sync_awaiters.hpp"
+#include "coral/detail/sync/sync_awaiters.hpp"
 
 namespace coral {
 

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "coral/detail/sleep_awaiter.hpp"
+#include "coral/detail/wait/sleep_awaiter.hpp"
 
 namespace coral {
 

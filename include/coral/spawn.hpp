@@ -3,8 +3,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/executors.hpp"
-#include "coral/detail/spawn_operation.hpp"
+#include "coral/detail/core/executors.hpp"
+#include "coral/detail/core/spawn_operation.hpp"
 #include "coral/job.hpp"
 #include "coral/task.hpp"
 

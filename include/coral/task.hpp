@@ -8,11 +8,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/config.hpp"
-#include "coral/detail/executors.hpp"
-#include "coral/detail/promise.hpp"
-#include "coral/detail/spawn_operation.hpp"
-#include "coral/detail/unique_coroutine.hpp"
+#include "coral/detail/core/config.hpp"
+#include "coral/detail/core/executors.hpp"
+#include "coral/detail/core/promise_base.hpp"
+#include "coral/detail/core/spawn_operation.hpp"
+#include "coral/detail/core/unique_coroutine.hpp"
 
 namespace coral {
 
@@ -106,4 +106,4 @@ auto task<T, Executor>::operator()(CompletionToken&& token) && {
 
 }  // namespace coral
 
-#include "coral/impl/promise.hpp"
+#include "coral/impl/await_transform.hpp"

@@ -6,8 +6,8 @@
 #include <memory>
 #include <utility>
 
-#include "coral/detail/executors.hpp"
-#include "coral/detail/group_state.hpp"
+#include "coral/detail/core/executors.hpp"
+#include "coral/detail/join/group_state.hpp"
 #include "coral/spawn.hpp"
 #include "coral/task.hpp"
 

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "coral/detail/task_record.hpp"
+#include "coral/detail/tracking/task_record.hpp"
 
 namespace coral {
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/task_record.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/tracking/task_record.hpp"
 
 namespace coral::this_task {
 

@@ -3,8 +3,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/async_op_awaiter.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/wait/async_op_awaiter.hpp"
 
 namespace coral {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <utility>
 
-#include "coral/detail/sync_state.hpp"
+#include "coral/detail/sync/sync_state.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/watch_changed.hpp"
 

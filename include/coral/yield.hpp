@@ -1,6 +1,6 @@
 #pragma once
 
-#include "coral/detail/yield_awaiter.hpp"
+#include "coral/detail/wait/yield_awaiter.hpp"
 
 namespace coral {
 

@@ -17,11 +17,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/asio.hpp"
-#include "coral/detail/config.hpp"
-#include "coral/detail/ref_counted.hpp"
-#include "coral/detail/task_record.hpp"
-#include "coral/detail/task_waiter.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/config.hpp"
+#include "coral/detail/core/ref_counted.hpp"
+#include "coral/detail/tracking/task_record.hpp"
+#include "coral/detail/wait/task_waiter.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {
@@ -154,7 +154,7 @@ class broadcast_state {
       if (!cursor.subscribed) return;
       cursor.subscribed = false;
       --subscribers_;
-      w.release(std::move(cursor.retry));
+      w.drop_later(std::move(cursor.retry));
       if (auto* r = cursor.receiving; r && r->claim_for_wake(nullptr)) {
         receivers_.remove(*r);
         cursor.receiving = nullptr;
@@ -359,7 +359,7 @@ class broadcast_state {
     broadcast_waiter* tail = nullptr;
     broadcast_value_ref<T> released;
 
-    void release(broadcast_value_ref<T> value) noexcept {
+    void drop_later(broadcast_value_ref<T> value) noexcept {
       if (!value) return;
       value->next_released = std::move(released);
       released = std::move(value);
@@ -417,7 +417,7 @@ class broadcast_state {
   void publish(broadcast_value_ref<T>&& value, wakeups& wake) {
     buffer_.emplace_back(std::move(value), subscribers_);
     if (buffer_.size() > capacity_) {  // drop_oldest: those who had not received it lag
-      wake.release(std::move(buffer_.front().value));
+      wake.drop_later(std::move(buffer_.front().value));
       buffer_.pop_front();
       ++first_;
     }
@@ -442,7 +442,7 @@ class broadcast_state {
   void make_room(wakeups& wake) noexcept {
     for (;;) {
       while (!buffer_.empty() && buffer_.front().pending == 0) {
-        wake.release(std::move(buffer_.front().value));
+        wake.drop_later(std::move(buffer_.front().value));
         buffer_.pop_front();
         ++first_;
       }

@@ -9,9 +9,9 @@
 #include <optional>
 #include <utility>
 
-#include "coral/detail/allocated.hpp"
-#include "coral/detail/asio.hpp"
-#include "coral/detail/context_gate.hpp"
+#include "coral/detail/core/allocated.hpp"
+#include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/context_gate.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/channel_state.hpp"
 
@@ -111,14 +111,14 @@ class channel_async_op final : public Waiter, public gate_member {
   // one a waker already took is destroyed once the waker has let go too.
   void abandon() noexcept override {
     work_.reset();
-    if (state_->cancel(*this)) return release();
+    if (state_->cancel(*this)) return drop_ref();
     let_go();
   }
   // A taken operation has two holders that may each find it cannot complete it: the waker (it
   // found the gate closed, or its posted completion was destroyed unrun) and the shutdown. The
   // second to let go releases it.
   void let_go() noexcept {
-    if (holders_gone_.fetch_add(1, std::memory_order_acq_rel) == 1) release();
+    if (holders_gone_.fetch_add(1, std::memory_order_acq_rel) == 1) drop_ref();
   }
 
   void destroy_self() noexcept override {
@@ -142,7 +142,7 @@ class channel_async_op final : public Waiter, public gate_member {
         return std::move(storage_);
       }
     }();
-    release();
+    drop_ref();
     if (exception && !error) error = asio::error::invalid_argument;  // no exception_ptr in the signature
     if constexpr (sends) {
       std::move(handler)(error);

@@ -7,8 +7,8 @@
 #include <optional>
 #include <utility>
 
-#include "coral/detail/task_result.hpp"
-#include "coral/detail/task_waiter.hpp"
+#include "coral/detail/core/task_result.hpp"
+#include "coral/detail/wait/task_waiter.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/channel_state.hpp"
 
@@ -77,7 +77,7 @@ class channel_send_awaiter : public channel_task_waiter<T, send_waiter<T>> {
 };
 
 // Receives an item; the derived awaiter's await_resume hands its value over (channel_state::
-// hand_over), in the one move that makes it the receiving task's.
+// deliver), in the one move that makes it the receiving task's.
 template <class T>
 class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
  public:
@@ -112,8 +112,8 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   }
 
   template <class Receiver>
-  decltype(auto) hand_over(channel_item<T>& item, Receiver to_receiver) {
-    return this->state_->hand_over(item, std::move(to_receiver));
+  decltype(auto) deliver(channel_item<T>& item, Receiver to_receiver) {
+    return this->state_->deliver(item, std::move(to_receiver));
   }
 
   // The box of `item`, lent to the receiving task (see loan).
@@ -138,7 +138,7 @@ class channel_receive_awaiter : public channel_receive_base<T> {
   T await_resume() {
     auto* item = this->take();
     if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    return this->hand_over(*item, [](T&& value) { return T(std::move(value)); });
+    return this->deliver(*item, [](T&& value) { return T(std::move(value)); });
   }
 
   // For a select: as await_resume(), but make(value) builds what holds the value (the select's
@@ -147,7 +147,7 @@ class channel_receive_awaiter : public channel_receive_base<T> {
   decltype(auto) resume_with(Make make) {
     auto* item = this->take();
     if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    return this->hand_over(*item, [&](T&& value) -> decltype(auto) { return make(std::move(value)); });
+    return this->deliver(*item, [&](T&& value) -> decltype(auto) { return make(std::move(value)); });
   }
 
   // For a join: the outcome into the branch's result, the value lent if it may be (see lends).
@@ -169,7 +169,7 @@ class channel_next_awaiter : public channel_receive_base<T> {
   std::optional<T> await_resume() {
     auto* item = this->take();
     if (!item) return std::nullopt;
-    return this->hand_over(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
+    return this->deliver(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
   }
 
   // As channel_receive_awaiter's: make gets the arguments that construct the std::optional<T>.
@@ -177,7 +177,7 @@ class channel_next_awaiter : public channel_receive_base<T> {
   decltype(auto) resume_with(Make make) {
     auto* item = this->take();
     if (!item) return make(std::nullopt);
-    return this->hand_over(*item, [&](T&& value) -> decltype(auto) { return make(std::in_place, std::move(value)); });
+    return this->deliver(*item, [&](T&& value) -> decltype(auto) { return make(std::in_place, std::move(value)); });
   }
 
   void resume_into(task_result<std::optional<T>>& result) {
@@ -199,7 +199,7 @@ class channel_receive_into_awaiter : public channel_receive_base<T> {
   void await_resume() {
     auto* item = this->take();
     if (!item) throw channel_closed("coral::channel: receive on a closed and empty channel");
-    this->hand_over(*item, [this](T&& value) { *target_ = std::move(value); });
+    this->deliver(*item, [this](T&& value) { *target_ = std::move(value); });
   }
 
  private:

@@ -12,9 +12,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "coral/detail/loan.hpp"
-#include "coral/detail/race.hpp"
-#include "coral/detail/task_waiter.hpp"
+#include "coral/detail/core/loan.hpp"
+#include "coral/detail/wait/race.hpp"
+#include "coral/detail/wait/task_waiter.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {
@@ -39,7 +39,7 @@ class channel_box final : public loaned<T> {
 // item never throws: a T whose move may throw is held in a box of its own, and moving the item
 // moves the box. So the last move, out of the channel into the receiver, is the only move of T at
 // the hand-over, and when it throws the item can still go back into the channel
-// (channel_state::hand_over). A raced receive does not even make that move: it lends the box to
+// (channel_state::deliver). A raced receive does not even make that move: it lends the box to
 // the receiving task, whose own move of the value is then the only one (see loan).
 template <class T>
 class channel_item {
@@ -108,7 +108,7 @@ struct receive_waiter : channel_waiter {
 // runs under the lock. A move that throws leaves everything as it was (the value stays with its
 // owner, the waiting counterpart stays queued), except in a hand-off that decided a race: both
 // sides then fail with the exception. A received value stays the channel's until the receiver
-// has taken it (hand_over): if that last move throws, it goes back, first in line.
+// has taken it (deliver): if that last move throws, it goes back, first in line.
 //
 // Lossless select: a waiting operation with a race ticket (a branch of a when_any) is handed a
 // value, or has its value taken, only if the hand-off claims its race; one whose race was won by
@@ -130,12 +130,12 @@ class channel_state {
   // throws. A closed channel takes no value, even with room in its buffer.
   bool send(send_waiter<T>& w, task_segment* waker, bool may_wait = true) {
     return complete_or_wait(w, waker, may_wait,
-                            [&](handoff& h) { return closed_ ? outcome::none : put(*w.value, w.ticket, h); });
+                            [&](wakeups& h) { return closed_ ? outcome::none : put(*w.value, w.ticket, h); });
   }
 
   // Sends only if that needs no waiting. Consumes `value` only on success.
   bool try_send(T& value, task_segment* waker) {
-    handoff h(waker);
+    wakeups h(waker);
     bool sent = false;
     {
       std::lock_guard lock(mutex_);
@@ -149,19 +149,19 @@ class channel_state {
   // if `w` now waits, or, with `may_wait` false, if it would have to. Throws what T's move throws.
   // Values buffered before a close are still received.
   bool receive(receive_waiter<T>& w, task_segment* waker, bool may_wait = true) {
-    return complete_or_wait(w, waker, may_wait, [&](handoff& h) { return take(*w.destination, w.ticket, h); });
+    return complete_or_wait(w, waker, may_wait, [&](wakeups& h) { return take(*w.destination, w.ticket, h); });
   }
 
   std::optional<T> try_receive(task_segment* waker) {
     std::optional<channel_item<T>> item;
-    handoff h(waker);
+    wakeups h(waker);
     {
       std::lock_guard lock(mutex_);
       take(item, race_ticket(), h);
     }
     h.complete(waker);
     if (!item) return std::nullopt;
-    return hand_over(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
+    return deliver(*item, [](T&& value) { return std::optional<T>(std::in_place, std::move(value)); });
   }
 
   // Makes a received value the receiver's: `to_receiver(T&&)` moves it to where the receiver wants
@@ -171,7 +171,7 @@ class channel_state {
   // its capacity if need be (even if the channel has been closed since: it is still receivable).
   // The receive did not happen; the exception propagates.
   template <class Receiver>
-  decltype(auto) hand_over(channel_item<T>& item, Receiver to_receiver) {
+  decltype(auto) deliver(channel_item<T>& item, Receiver to_receiver) {
     try {
       return to_receiver(std::move(item.value()));
     } catch (...) {
@@ -225,8 +225,8 @@ class channel_state {
   // What an operation did under the lock besides its own part, finished once the lock is
   // released: the counterpart to wake (it was handed a value, or its value was taken), the
   // waiters that lost their race, and the exception a move threw.
-  struct handoff {
-    explicit handoff(task_segment* w) noexcept : waker(w) {}
+  struct wakeups {
+    explicit wakeups(task_segment* w) noexcept : waker(w) {}
     task_segment* waker;  // the operation's task, if any (see claim_for_wake)
     channel_waiter* counterpart = nullptr;
     channel_waiter* losers = nullptr;  // linked through `next`
@@ -254,7 +254,7 @@ class channel_state {
   template <class Waiter, class Attempt>
   bool complete_or_wait(Waiter& w, task_segment* waker, bool may_wait, Attempt attempt) {
     constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
-    handoff h(waker);
+    wakeups h(waker);
     bool waits = false;
     {
       std::lock_guard lock(mutex_);
@@ -303,7 +303,7 @@ class channel_state {
 
   // Under the lock: claims, with the operation's ticket `mine`, the first waiting counterpart in
   // `queue` whose race it can win too, unlinking the ones that lost theirs. Null if none.
-  channel_waiter* claim_counterpart(waiter_queue<channel_waiter>& queue, const race_ticket& mine, handoff& h,
+  channel_waiter* claim_counterpart(waiter_queue<channel_waiter>& queue, const race_ticket& mine, wakeups& h,
                                     bool& mine_lost) {
     for (channel_waiter* w = queue.first(); w;) {
       channel_waiter& candidate = *std::exchange(w, static_cast<channel_waiter*>(w->next));
@@ -330,8 +330,8 @@ class channel_state {
 
   // Under the lock: completes `counterpart` after a hand-off that threw. Without a race it stays
   // queued (nothing changed); a hand-off that decided a race fails on both sides.
-  outcome handoff_failed(waiter_queue<channel_waiter>& queue, channel_waiter& counterpart, const race_ticket& mine,
-                         handoff& h) noexcept {
+  outcome move_failed(waiter_queue<channel_waiter>& queue, channel_waiter& counterpart, const race_ticket& mine,
+                      wakeups& h) noexcept {
     h.failure = std::current_exception();
     if (mine || counterpart.ticket) {
       counterpart.exception = h.failure;
@@ -345,14 +345,14 @@ class channel_state {
 
   // Under the lock: hands `value` to the first waiting receiver (woken by h.complete) or to the
   // buffer; `value` is untouched unless the outcome is done.
-  outcome put(T& value, const race_ticket& mine, handoff& h) {
+  outcome put(T& value, const race_ticket& mine, wakeups& h) {
     bool mine_lost = false;
     if (auto* receiver = claim_counterpart(receivers_, mine, h, mine_lost)) {
       auto& r = static_cast<receive_waiter<T>&>(*receiver);
       try {
         r.destination->emplace(std::move(value));
       } catch (...) {
-        return handoff_failed(receivers_, r, mine, h);
+        return move_failed(receivers_, r, mine, h);
       }
       receivers_.remove(r);
       h.counterpart = &r;
@@ -379,7 +379,7 @@ class channel_state {
   // Under the lock: moves the next value into `out`, refilling the buffer from the first waiting
   // sender that may happen (woken by h.complete). If the refill throws, the receive has still
   // happened and that sender fails with the exception.
-  outcome take(std::optional<channel_item<T>>& out, const race_ticket& mine, handoff& h) {
+  outcome take(std::optional<channel_item<T>>& out, const race_ticket& mine, wakeups& h) {
     if (!buffer_.empty()) {
       if (!mine.claim()) return outcome::lost;
       out.emplace(std::move(buffer_.front()));
@@ -394,7 +394,7 @@ class channel_state {
       try {
         out.emplace(std::move(*s.value));
       } catch (...) {
-        return handoff_failed(senders_, s, mine, h);
+        return move_failed(senders_, s, mine, h);
       }
       senders_.remove(s);
       h.counterpart = &s;
@@ -403,7 +403,7 @@ class channel_state {
     return mine_lost ? outcome::lost : outcome::none;
   }
 
-  void refill(handoff& h) noexcept {
+  void refill(wakeups& h) noexcept {
     bool unused = false;
     auto* sender = claim_counterpart(senders_, race_ticket(), h, unused);
     if (!sender) return;
@@ -419,9 +419,9 @@ class channel_state {
 
   friend class channel_box<T>;
 
-  // See hand_over.
+  // See deliver.
   void give_back(channel_item<T>&& item) {
-    handoff h(nullptr);
+    wakeups h(nullptr);
     {
       std::lock_guard lock(mutex_);
       bool unused = false;
@@ -444,7 +444,7 @@ class channel_state {
   const std::size_t capacity_;
   const overflow policy_;
   mutable std::mutex mutex_;
-  // At most capacity_ values, but for a value given back (hand_over) to a full buffer.
+  // At most capacity_ values, but for a value given back (deliver) to a full buffer.
   std::deque<channel_item<T>> buffer_;
   waiter_queue<channel_waiter> senders_;
   waiter_queue<channel_waiter> receivers_;

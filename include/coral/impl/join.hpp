@@ -12,8 +12,8 @@
 #include <variant>
 #include <vector>
 
-#include "coral/detail/join_awaiter.hpp"
-#include "coral/detail/join_state.hpp"
+#include "coral/detail/join/join_awaiter.hpp"
+#include "coral/detail/join/join_state.hpp"
 #include "coral/task.hpp"
 
 namespace coral::detail {
@@ -29,18 +29,18 @@ template <class... T>
 inline constexpr bool any_held_v = (held_for_task<T> || ...);
 
 // Hands a child's outcome over to `make` as the arguments that construct the join's value (with
-// task_result::hand_over_with's single move): what it holds goes to the task, or into `into`.
+// task_result::take_or_rethrow_with's single move): what it holds goes to the task, or into `into`.
 template <class T, class Make>
 decltype(auto) hand_over_to_join(task_result<T>& result, Make&& make, held_shares* into = nullptr) {
   if constexpr (held_for_task<T>) {
     if constexpr (std::is_void_v<user_value_t<T>>) {
-      result.hand_over().hand_over_holds(into);
+      result.take_or_rethrow().hand_over_holds(into);
       return make();
     } else {
-      return make(result.hand_over().hand_over_holds(into));
+      return make(result.take_or_rethrow().hand_over_holds(into));
     }
   } else {
-    return result.hand_over_with(std::forward<Make>(make));
+    return result.take_or_rethrow_with(std::forward<Make>(make));
   }
 }
 
@@ -48,16 +48,16 @@ template <class T>
 join_value_t<T> take_join_value(task_result<T>& result, held_shares* into = nullptr) {
   if constexpr (held_for_task<T>) {
     if constexpr (std::is_void_v<user_value_t<T>>) {
-      result.hand_over().hand_over_holds(into);
+      result.take_or_rethrow().hand_over_holds(into);
       return {};
     } else {
-      return result.hand_over().hand_over_holds(into);
+      return result.take_or_rethrow().hand_over_holds(into);
     }
   } else if constexpr (std::is_void_v<T>) {
-    result.hand_over();
+    result.take_or_rethrow();
     return {};
   } else {
-    return result.hand_over();
+    return result.take_or_rethrow();
   }
 }
 
@@ -78,7 +78,7 @@ void pass_on(task_result<T>& from, task_result<T>& to) {
   if constexpr (loanable_v<T>) {
     if (from.has_loan()) return to.set_loan(from.take_loan());
   }
-  from.hand_over_with([&](auto&&... a) { to.set_value(std::forward<decltype(a)>(a)...); });
+  from.take_or_rethrow_with([&](auto&&... a) { to.set_value(std::forward<decltype(a)>(a)...); });
 }
 
 // As pass_on_within, for a variant V whose alternatives are the first ones of the variant W.
@@ -87,7 +87,7 @@ void pass_on_widened(task_result<V>& from, task_result<W>& to) {
   if constexpr (loanable_v<V>) {
     if (from.has_loan()) return to.set_loan(from.take_loan().template widened<W>());
   }
-  if (!from.has_value()) from.hand_over();  // rethrows
+  if (!from.has_value()) from.take_or_rethrow();  // rethrows
   V& v = from.peek();
   with_index<std::variant_size_v<V>>(v.index(), [&](auto j) {
     constexpr std::size_t J = decltype(j)::value;
@@ -278,15 +278,15 @@ class tuple_join_awaiter : protected join_awaiter_base {
   }
 
   // The index of the child that decided the join (first failure / first end), or -1.
-  std::ptrdiff_t decisive() noexcept {
+  std::ptrdiff_t decided_branch() noexcept {
     finish_waiting();
-    return join().decisive();
+    return join().decided_branch();
   }
 
   // Rethrows child `i`'s exception, if it has one.
   template <std::size_t... I>
   void rethrow_if_failed(std::size_t i, std::index_sequence<I...>) {
-    ((I == i && result<I>().has_exception() ? (void)result<I>().hand_over() : void()), ...);
+    ((I == i && result<I>().has_exception() ? (void)result<I>().take_or_rethrow() : void()), ...);
   }
 
  private:
@@ -354,10 +354,10 @@ class vector_join_awaiter : protected join_awaiter_base {
  protected:
   std::size_t size() const noexcept { return members_.size(); }
   task_result<value_type>& result(std::size_t i) noexcept { return members_[i]->result(); }
-  std::ptrdiff_t decisive() noexcept {
+  std::ptrdiff_t decided_branch() noexcept {
     if (members_.empty()) return -1;
     finish_waiting();
-    return join().decisive();
+    return join().decided_branch();
   }
 
  private:

@@ -5,7 +5,7 @@
 #include <memory>
 #include <utility>
 
-#include "coral/detail/sync_awaiters.hpp"
+#include "coral/detail/sync/sync_awaiters.hpp"
 #include "coral/error.hpp"
 
 namespace coral::detail {

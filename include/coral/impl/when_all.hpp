@@ -47,7 +47,8 @@ class when_all_awaiter final : public tuple_join_awaiter<join_kind::first_failur
  private:
   template <std::size_t... I>
   value_type resume(held_shares* into, std::index_sequence<I...> indices) {
-    if (auto failed = this->decisive(); failed >= 0) this->rethrow_if_failed(static_cast<std::size_t>(failed), indices);
+    if (auto failed = this->decided_branch(); failed >= 0)
+      this->rethrow_if_failed(static_cast<std::size_t>(failed), indices);
     return {take_join_value(this->template result<I>(), into)...};
   }
 };
@@ -83,7 +84,8 @@ class when_all_vector_awaiter final : public vector_join_awaiter<join_kind::firs
 
  private:
   value_type resume(held_shares* into) {
-    if (auto failed = this->decisive(); failed >= 0) this->result(static_cast<std::size_t>(failed)).hand_over();
+    if (auto failed = this->decided_branch(); failed >= 0)
+      this->result(static_cast<std::size_t>(failed)).take_or_rethrow();
     value_type values;
     values.reserve(this->size());
     for (std::size_t i = 0; i < this->size(); ++i) values.push_back(take_join_value(this->result(i), into));

@@ -69,7 +69,7 @@ class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, T
   // and its member's result (for a task built on the join, which passes it on: any_of).
   template <class F>
   decltype(auto) outcome(F f) {
-    const auto winner = static_cast<std::size_t>(this->decisive());
+    const auto winner = static_cast<std::size_t>(this->decided_branch());
     return with_index<sizeof...(Tasks)>(
         winner, [&](auto won) -> decltype(auto) { return f(won, this->template result<decltype(won)::value>()); });
   }
@@ -100,7 +100,7 @@ class when_any_vector_awaiter final : public vector_join_awaiter<join_kind::firs
 
  private:
   result_type resume(held_shares* into) {
-    const auto winner = static_cast<std::size_t>(this->decisive());
+    const auto winner = static_cast<std::size_t>(this->decided_branch());
     return hand_over_to_join(
         this->result(winner),
         [&](auto&&... a) {

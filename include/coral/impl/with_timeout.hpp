@@ -6,8 +6,8 @@
 #include <utility>
 #include <variant>
 
-#include "coral/detail/deadline.hpp"
-#include "coral/detail/deadline_watch.hpp"
+#include "coral/detail/wait/deadline.hpp"
+#include "coral/detail/wait/deadline_watch.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/join.hpp"
 #include "coral/sleep.hpp"
@@ -85,15 +85,15 @@ class timed_awaiter : protected join_awaiter_base {
   // True if the deadline passed first (the operation was cancelled, its result is dropped).
   bool await_resume() {
     std::exchange(watch_, nullptr)->end();
-    return decisive() == 1;
+    return decided_branch() == 1;
   }
 
   task_result<value_type>& result() noexcept { return member_->result(); }
 
  private:
-  std::ptrdiff_t decisive() noexcept {
+  std::ptrdiff_t decided_branch() noexcept {
     finish_waiting();
-    return join().decisive();
+    return join().decided_branch();
   }
 
   Task operation_;
@@ -141,7 +141,7 @@ task<T> run_timed(Task operation, Limit limit) {
     const cancel_cause mine = deadline_cause(deadline);
     const cancel_cause inside = timed_out_inside ? inner_timeout_cause(timed.result().exception()) : mine;
     const cancel_cause around = cancelled ? self.cause() : mine;
-    if (inside < mine && inside <= around) static_cast<void>(timed.result().hand_over());  // rethrows it
+    if (inside < mine && inside <= around) static_cast<void>(timed.result().take_or_rethrow());  // rethrows it
     if (around < mine) task_segment::throw_cancelled();
     if constexpr (std::is_same_v<Limit, std::chrono::steady_clock::duration>) {
       throw_timeout(&limit, deadline);
