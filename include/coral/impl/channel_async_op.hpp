@@ -35,16 +35,14 @@ class channel_async_op final : public Waiter, public gate_member {
   // A send's value, or where a receive's item is put.
   using storage_type = std::conditional_t<sends, std::optional<T>, std::optional<channel_item<T>>>;
 
-  // Runs complete() on the handler's executor; destroyed unrun (its context shut down), it tells
-  // the operation so.
+  // Runs complete() on the handler's executor, holding the operation's reference; destroyed unrun
+  // (its context shut down), it lets go of it.
   struct completion {
-    channel_async_op* op;
-    explicit completion(channel_async_op* o) noexcept : op(o) {}
-    completion(completion&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
-    ~completion() {
-      if (op) op->let_go();
+    counted_ref<channel_async_op> op;
+    void operator()() {
+      channel_async_op& o = *op;
+      o.complete(std::move(op));
     }
-    void operator()() { std::exchange(op, nullptr)->complete(); }
   };
 
  public:
@@ -53,31 +51,37 @@ class channel_async_op final : public Waiter, public gate_member {
   static void start(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
                     Operation operation) {
     allocator_type allocator(asio::get_associated_allocator(handler));
-    // (The reference it is made with goes to its completion once the channel has it.)
     auto made = adopt(create_with_allocator<channel_async_op>(allocator, std::move(state), std::move(handler),
                                                               std::move(value), allocator));
     channel_async_op* op = made.get();
-    op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
+    op->linked_ = counted_ref<channel_async_op>(op);
+    op->slot_ = asio::get_associated_cancellation_slot(*op->handler_);
     if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
+    // The reference it is made with is the waiting operation's from before the channel can see it
+    // (a waker on another thread may take it at once), and goes to its completion.
+    op->waiting_ = std::move(made);
     bool done;
     try {
       done = operation(*op->state_, *op);
     } catch (...) {
       if (op->slot_.is_connected()) op->slot_.clear();
+      op->leave_gate();
+      auto unstarted = std::move(op->waiting_);
       throw;
     }
-    static_cast<void>(made.release());
-    if (done) asio::post(*op->work_, completion(op));
+    if (done) asio::post(*op->work_, completion{std::move(op->waiting_)});
   }
 
   // Completed by a counterpart, close() or cancellation (never inside the initiating function),
   // through the gate of the handler's context: if that context is shutting down, the operation
   // is destroyed with it instead.
   void wake(task_segment*) noexcept override {
+    // The waker took the operation from the channel, and with it the waiting operation's reference.
+    auto taken = std::move(waiting_);
     context_gate& gate = *gate_;
-    if (!gate.enter()) return let_go();
+    if (!gate.enter()) return;  // (the shutdown has the link's reference)
     auto executor = *work_;
-    asio::dispatch(std::move(executor), completion(this));
+    asio::dispatch(std::move(executor), completion{std::move(taken)});
     gate.leave();
   }
 
@@ -85,9 +89,9 @@ class channel_async_op final : public Waiter, public gate_member {
   channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
                    const allocator_type& allocator)
       : state_(std::move(state)),
-        handler_(std::move(handler)),
+        handler_(std::in_place, std::move(handler)),
         allocator_(allocator),
-        work_(asio::prefer(asio::get_associated_executor(handler_, asio::system_executor()),
+        work_(asio::prefer(asio::get_associated_executor(*handler_, asio::system_executor()),
                            asio::execution::outstanding_work.tracked)),
         gate_(gate_of(asio::query(*work_, asio::execution::context))),
         storage_([&] {
@@ -106,30 +110,30 @@ class channel_async_op final : public Waiter, public gate_member {
   }
 
  private:
-  // The handler's context is shutting down (nothing can enter its gate any more). A waiting
-  // operation is unlinked from the channel and destroyed, as Asio destroys its pending operations;
-  // one a waker already took is destroyed once the waker has let go too.
+  // The handler's context is shutting down (nothing can enter its gate any more; the shutdown
+  // holds a reference meanwhile). A waiting operation is unlinked from the channel and destroyed,
+  // as Asio destroys its pending operations. One a waker already took goes with the waker's
+  // reference (its completion is destroyed unrun, or the waker found the gate closed), perhaps on
+  // the waker's thread once the context is gone: its handler, which may hold objects of the
+  // context, is destroyed here, while the context exists. (Its completion can no longer run.)
   void abandon() noexcept override {
     work_.reset();
-    if (state_->cancel(*this)) return drop_ref();
-    let_go();
+    handler_.reset();
+    if (state_->cancel(*this)) waiting_.reset();
+    linked_.reset();
   }
-  // A taken operation has two holders that may each find it cannot complete it: the waker (it
-  // found the gate closed, or its posted completion was destroyed unrun) and the shutdown. The
-  // second to let go releases it.
-  void let_go() noexcept {
-    if (holders_gone_.fetch_add(1, std::memory_order_acq_rel) == 1) drop_ref();
-  }
-
-  void destroy_self() noexcept override {
-    gate_->unlink(*this);
-    destroy_with_allocator(allocator_, this);
+  // Whoever unlinks the operation from its gate (it, or the shutdown) has the link's reference.
+  void leave_gate() noexcept {
+    if (gate_->unlink(*this)) linked_.reset();
   }
 
-  void complete() {
+  // (Unlinked by then: the link's reference has gone.)
+  void destroy_self() noexcept override { destroy_with_allocator(allocator_, this); }
+
+  void complete(counted_ref<channel_async_op> self) {
     if (slot_.is_connected()) slot_.clear();
-    gate_->unlink(*this);
-    auto handler = std::move(handler_);
+    leave_gate();
+    auto handler = std::move(*handler_);
     auto error = this->error;
     auto exception = this->exception;
     // The item moves out of the operation's memory, which goes before the handler runs; the value
@@ -142,7 +146,7 @@ class channel_async_op final : public Waiter, public gate_member {
         return std::move(storage_);
       }
     }();
-    drop_ref();
+    self.reset();
     if (exception && !error) error = asio::error::invalid_argument;  // no exception_ptr in the signature
     if constexpr (sends) {
       std::move(handler)(error);
@@ -154,13 +158,17 @@ class channel_async_op final : public Waiter, public gate_member {
   }
 
   std::shared_ptr<channel_state<T>> state_;
-  Handler handler_;
+  std::optional<Handler> handler_;  // (destroyed by the shutdown, see abandon)
   [[no_unique_address]] allocator_type allocator_;
   std::optional<work_executor> work_;
   std::shared_ptr<context_gate> gate_;
   storage_type storage_;
   asio::cancellation_slot slot_;
-  std::atomic<int> holders_gone_{0};
+  // The reference of the operation while it waits in the channel (a waker takes it), and the
+  // reference of its link in the gate, which keeps it for the shutdown (see abandon): nothing frees
+  // the operation, whose work counts on its context, before the shutdown is done with it.
+  counted_ref<channel_async_op> waiting_;
+  counted_ref<channel_async_op> linked_;
 };
 
 }  // namespace coral::detail
