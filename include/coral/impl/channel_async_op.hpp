@@ -55,7 +55,7 @@ class channel_async_op final : public Waiter, public gate_member {
                                                               std::move(value), allocator));
     channel_async_op* op = made.get();
     op->linked_ = counted_ref<channel_async_op>(op);
-    op->slot_ = asio::get_associated_cancellation_slot(*op->handler_);
+    op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
     if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
     // The reference it is made with is the waiting operation's from before the channel can see it
     // (a waker on another thread may take it at once), and goes to its completion.
@@ -80,8 +80,11 @@ class channel_async_op final : public Waiter, public gate_member {
     auto taken = std::move(waiting_);
     context_gate& gate = *gate_;
     if (!gate.enter()) return;  // (the shutdown has the link's reference)
-    auto executor = *work_;
-    asio::dispatch(std::move(executor), completion{std::move(taken)});
+    {
+      // (The copy of the executor goes inside the pass: it may hold a strand of the context.)
+      auto executor = *work_;
+      asio::dispatch(executor, completion{std::move(taken)});
+    }
     gate.leave();
   }
 
@@ -89,9 +92,9 @@ class channel_async_op final : public Waiter, public gate_member {
   channel_async_op(std::shared_ptr<channel_state<T>> state, Handler handler, std::optional<T> value,
                    const allocator_type& allocator)
       : state_(std::move(state)),
-        handler_(std::in_place, std::move(handler)),
+        handler_(std::move(handler)),
         allocator_(allocator),
-        work_(asio::prefer(asio::get_associated_executor(*handler_, asio::system_executor()),
+        work_(asio::prefer(asio::get_associated_executor(handler_, asio::system_executor()),
                            asio::execution::outstanding_work.tracked)),
         gate_(gate_of(asio::query(*work_, asio::execution::context))),
         storage_([&] {
@@ -113,12 +116,10 @@ class channel_async_op final : public Waiter, public gate_member {
   // The handler's context is shutting down (nothing can enter its gate any more; the shutdown
   // holds a reference meanwhile). A waiting operation is unlinked from the channel and destroyed,
   // as Asio destroys its pending operations. One a waker already took goes with the waker's
-  // reference (its completion is destroyed unrun, or the waker found the gate closed), perhaps on
-  // the waker's thread once the context is gone: its handler, which may hold objects of the
-  // context, is destroyed here, while the context exists. (Its completion can no longer run.)
+  // reference (its completion is destroyed unrun, or the waker found the gate closed). (Its
+  // handler cannot be destroyed here: its memory may be the handler's, through its allocator.)
   void abandon() noexcept override {
     work_.reset();
-    handler_.reset();
     if (state_->cancel(*this)) waiting_.reset();
     linked_.reset();
   }
@@ -127,13 +128,17 @@ class channel_async_op final : public Waiter, public gate_member {
     if (gate_->unlink(*this)) linked_.reset();
   }
 
-  // (Unlinked by then: the link's reference has gone.)
-  void destroy_self() noexcept override { destroy_with_allocator(allocator_, this); }
+  // (Unlinked by then: the link's reference has gone.) The handler outlives the operation's
+  // memory, which may be its own (through its allocator), as in Asio's operations.
+  void destroy_self() noexcept override {
+    Handler handler = std::move(handler_);
+    destroy_with_allocator(allocator_, this);
+  }
 
   void complete(counted_ref<channel_async_op> self) {
     if (slot_.is_connected()) slot_.clear();
     leave_gate();
-    auto handler = std::move(*handler_);
+    auto handler = std::move(handler_);
     auto error = this->error;
     auto exception = this->exception;
     // The item moves out of the operation's memory, which goes before the handler runs; the value
@@ -158,7 +163,7 @@ class channel_async_op final : public Waiter, public gate_member {
   }
 
   std::shared_ptr<channel_state<T>> state_;
-  std::optional<Handler> handler_;  // (destroyed by the shutdown, see abandon)
+  Handler handler_;
   [[no_unique_address]] allocator_type allocator_;
   std::optional<work_executor> work_;
   std::shared_ptr<context_gate> gate_;
