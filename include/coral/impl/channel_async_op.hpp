@@ -56,20 +56,28 @@ class channel_async_op final : public Waiter, public gate_member {
     channel_async_op* op = made.get();
     op->linked_ = counted_ref<channel_async_op>(op);
     op->slot_ = asio::get_associated_cancellation_slot(op->handler_);
-    if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
     // The reference it is made with is the waiting operation's from before the channel can see it
     // (a waker on another thread may take it at once), and goes to its completion.
     op->waiting_ = std::move(made);
     bool done;
     try {
+      if (op->slot_.is_connected()) op->slot_.template emplace<channel_cancellation<T>>(op->state_, op);
       done = operation(*op->state_, *op);
     } catch (...) {
+      // (Nothing started: the operation leaves its context's gate, and its work with it.)
       if (op->slot_.is_connected()) op->slot_.clear();
       op->leave_gate();
       auto unstarted = std::move(op->waiting_);
       throw;
     }
-    if (done) asio::post(*op->work_, completion{std::move(op->waiting_)});
+    if (!done) return;
+    try {
+      asio::post(*op->work_, completion{std::move(op->waiting_)});
+    } catch (...) {
+      // (The completion is gone unrun; so is the operation, rather than wait for the shutdown.)
+      op->leave_gate();
+      throw;
+    }
   }
 
   // Completed by a counterpart, close() or cancellation (never inside the initiating function),
