@@ -247,20 +247,15 @@ inline range_request parse_range(std::string_view header, std::uint64_t size) {
   return {byte_range{*from, to - *from + 1}, false};
 }
 
-// Reads up to `bytes.size()` bytes of `file` at `offset`, on the pool, and resumes the task on its
-// own executor (use_task's handler, dispatched through its associated executor).
-inline auto async_pread(asio::thread_pool& pool, int file, std::uint64_t offset, asio::mutable_buffer bytes) {
-  return asio::async_initiate<const coral::use_task_t&, void(boost::system::error_code, std::size_t)>(
-      [&pool, file, offset, bytes](auto handler) {
-        auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
-        asio::post(pool, [handler = std::move(handler), work = std::move(work), file, offset, bytes]() mutable {
-          const ssize_t n = ::pread(file, bytes.data(), bytes.size(), static_cast<off_t>(offset));
-          boost::system::error_code error;
-          if (n < 0) error.assign(errno, boost::system::system_category());
-          asio::dispatch(asio::append(std::move(handler), error, n < 0 ? std::size_t{0} : static_cast<std::size_t>(n)));
-        });
-      },
-      coral::use_task);
+// Reads up to `bytes.size()` bytes of `file` at `offset`: a task for the file pool, awaited with
+// coral::on. Its completion reaches the session through coral, which resumes the session on its
+// own executor or, if that executor's context is gone by then (a session abandoned at shutdown),
+// lets go of it: a work guard of the session's context kept in a pool's lambda would be destroyed
+// on the pool's thread after that context, at the end of a server whose pool outlives its contexts.
+inline coral::task<std::size_t> pread_at(int file, std::uint64_t offset, asio::mutable_buffer bytes) {
+  const ssize_t n = ::pread(file, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+  if (n < 0) throw boost::system::system_error(errno, boost::system::system_category(), "pread");
+  co_return static_cast<std::size_t>(n);
 }
 
 // An open file being served: read at offsets, through io_uring or the pool.
@@ -298,7 +293,7 @@ class open_file {
       co_return co_await file_->async_read_some_at(
           offset, bytes, asio::bind_cancellation_slot(asio::cancellation_slot(), coral::use_task));
 #endif
-    co_return co_await async_pread(root_.pool(), fd_, offset, bytes);
+    co_return co_await coral::on(root_.pool(), pread_at(fd_, offset, bytes));
   }
 
  private:
