@@ -472,6 +472,110 @@ BOOST_AUTO_TEST_CASE(async_receive_and_async_send_never_run_the_handler_inside_t
   BOOST_TEST(!f.get(), "async_receive ran an executor-less handler inside the call");
 }
 
+// Two callback stages pass a value back and forth through two rendezvous channels, each handler
+// waiting for the next value and then sending: a completion run inside the call that completes
+// it would nest every hop in the last one and overflow the stack.
+thread_local int stage_handler_depth = 0;
+
+template <class Bind>
+int deepest_nesting_of_stages_passing_a_value(int hops, Bind bind) {
+  struct stages {
+    stages(int h, Bind b) : hops(h), bind(std::move(b)) {}
+    coral::channel<int> a{0}, b{0};
+    int hops;
+    Bind bind;
+    std::atomic<int> deepest{0};
+    int last = -1;
+    std::promise<void> finished;
+    void arm(coral::channel<int>& in, coral::channel<int>& out) {
+      in.async_receive(bind([this, &in, &out](boost::system::error_code e, int v) {
+        if (e) return;
+        const int depth = ++stage_handler_depth;
+        for (int seen = deepest.load(); depth > seen && !deepest.compare_exchange_weak(seen, depth);) {
+        }
+        if (v < hops) {
+          arm(in, out);
+          out.async_send(v + 1, bind([](boost::system::error_code) {}));
+        } else {
+          last = v;
+          finished.set_value();
+        }
+        --stage_handler_depth;
+      }));
+    }
+  } s(hops, std::move(bind));
+  auto done = s.finished.get_future();
+  s.arm(s.a, s.b);
+  s.arm(s.b, s.a);
+  s.a.async_send(0, bind([](boost::system::error_code) {}));
+  BOOST_TEST_REQUIRE((done.wait_for(workload_patience) == std::future_status::ready));
+  BOOST_TEST(s.last == hops);
+  s.a.close();
+  s.b.close();
+  return s.deepest.load();
+}
+
+BOOST_AUTO_TEST_CASE(callback_stages_passing_a_value_back_and_forth_never_nest_their_handlers) {
+  constexpr int hops = 20'000;
+  for (const int threads : {1, 4}) {
+    running_io_context ctx(threads);
+    const int deepest = deepest_nesting_of_stages_passing_a_value(
+        hops, [&](auto handler) { return asio::bind_executor(ctx.get_executor(), std::move(handler)); });
+    BOOST_TEST(deepest == 1, threads << " threads");
+  }
+  {
+    asio::thread_pool pool(2);
+    auto strand = asio::make_strand(pool);
+    const int deepest = deepest_nesting_of_stages_passing_a_value(
+        hops, [&](auto handler) { return asio::bind_executor(strand, std::move(handler)); });
+    BOOST_TEST(deepest == 1);
+    pool.join();
+  }
+  // No executor of their own: run on the completing thread, nested no deeper than coral tasks.
+  const int deepest = deepest_nesting_of_stages_passing_a_value(hops, [](auto handler) { return handler; });
+  BOOST_TEST(deepest >= 1);
+  BOOST_TEST(deepest <= 17);
+}
+
+// A handler that throws throws out of its executor's run(), as Asio's rules say, and never out of
+// the call that completed its operation (here a try_send on the handler's own strand).
+BOOST_AUTO_TEST_CASE(a_throwing_async_receive_handler_throws_out_of_run_and_never_out_of_the_sender) {
+  asio::io_context ctx(1);
+  auto strand = asio::make_strand(ctx);
+  for (const bool on_strand : {true, false}) {
+    coral::channel<int> ch(0);
+    bool sender_returned = false, sent = false;
+    auto handler = [](boost::system::error_code, int v) {
+      throw std::runtime_error("handler got " + std::to_string(v));
+    };
+    if (on_strand) {
+      ch.async_receive(asio::bind_executor(strand, handler));
+      asio::post(strand, [&] {
+        sent = ch.try_send(7);
+        sender_returned = true;
+      });
+    } else {
+      ch.async_receive(asio::bind_executor(ctx, handler));
+      asio::post(ctx, [&] {
+        sent = ch.try_send(7);
+        sender_returned = true;
+      });
+    }
+    std::string thrown;
+    try {
+      ctx.run();
+    } catch (const std::runtime_error& e) {
+      thrown = e.what();
+    }
+    BOOST_TEST(thrown == "handler got 7");
+    BOOST_TEST(sent);
+    BOOST_TEST(sender_returned);
+    ctx.restart();
+    ctx.run();
+    ctx.restart();
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_callback_receive_loop_over_a_hundred_thousand_buffered_values_keeps_the_stack_flat) {
   constexpr int total = 100'000;
   asio::io_context ctx(1);

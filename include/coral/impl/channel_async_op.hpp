@@ -12,6 +12,7 @@
 #include "coral/detail/core/allocated.hpp"
 #include "coral/detail/core/asio.hpp"
 #include "coral/detail/core/context_gate.hpp"
+#include "coral/detail/wait/suspended_task.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/channel_state.hpp"
 
@@ -22,8 +23,8 @@ namespace coral::detail {
 // a copy of the handler's associated allocator taken at the start (by then the handler has been
 // moved out, and an allocator need not survive a move). As Asio requires, the handler is never
 // invoked inside the initiating function: an immediate completion is posted to the handler's
-// associated executor; a later one is dispatched there (run on the spot if the waker already runs
-// there). The cancellation slot is cleared there too. The handler's associated cancellation slot
+// associated executor, and so is a later one (see wake). The cancellation slot is cleared there
+// too. The handler's associated cancellation slot
 // cancels the wait; the operation counts as outstanding work on the handler's executor.
 template <class T, class Waiter, class Handler>
 class channel_async_op final : public Waiter, public gate_member {
@@ -32,6 +33,9 @@ class channel_async_op final : public Waiter, public gate_member {
                                          asio::execution::outstanding_work.tracked))>;
   using allocator_type = asio::associated_allocator_t<Handler>;
   static constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
+  // The handler has no executor of its own (see wake).
+  static constexpr bool unbound =
+      std::is_same_v<asio::associated_executor_t<Handler, asio::system_executor>, asio::system_executor>;
   // A send's value, or where a receive's item is put.
   using storage_type = std::conditional_t<sends, std::optional<T>, std::optional<channel_item<T>>>;
 
@@ -80,20 +84,39 @@ class channel_async_op final : public Waiter, public gate_member {
     }
   }
 
-  // Completed by a counterpart, close() or cancellation (never inside the initiating function),
-  // through the gate of the handler's context: if that context is shutting down, the operation
-  // is destroyed with it instead.
+  // Completed by a counterpart, close() or cancellation (never inside the initiating function):
+  // the completion is posted to the handler's executor, through the gate of its context. A waker
+  // that took the operation out of the channel claimed a pass on that gate first (see
+  // queued_waiter::claim_for_wake), so a context that starts shutting down waits for the post; a
+  // cancellation enters the gate here and, if the context is shutting down, leaves the operation
+  // to the shutdown. Posted, not dispatched: run inside the waker's call, a handler that starts
+  // the next operation would nest each completion in the last one without limit (two handlers
+  // passing a value back and forth overflow the stack), and one that throws would throw out of
+  // the waker (a send, a close(), another thread's code). A handler with no executor of its own
+  // runs on the waker's thread (posted to the system executor, it would run on a thread Asio
+  // starts for it), nested as deep as coral tasks are (max_inline_resume_depth), then posted.
   void wake(task_segment*) noexcept override {
     // The waker took the operation from the channel, and with it the waiting operation's reference.
     auto taken = std::move(waiting_);
-    context_gate& gate = *gate_;
-    if (!gate.enter()) return;  // (the shutdown has the link's reference)
+    context_gate* pass = std::exchange(this->pass, nullptr);
+    if (!pass) {
+      if (!gate_->enter()) return;  // (the shutdown has the link's reference)
+      pass = gate_.get();
+    }
     {
       // (The copy of the executor goes inside the pass: it may hold a strand of the context.)
       auto executor = *work_;
-      asio::dispatch(executor, completion{std::move(taken)});
+      if (unbound && inline_resume_depth < max_inline_resume_depth) {
+        ++inline_resume_depth;
+        struct depth_guard {
+          ~depth_guard() { --inline_resume_depth; }
+        } guard;
+        asio::dispatch(executor, completion{std::move(taken)});
+      } else {
+        asio::post(executor, completion{std::move(taken)});
+      }
     }
-    gate.leave();
+    pass->leave();
   }
 
   // `value`: a send's (nullopt for a receive).
@@ -117,6 +140,7 @@ class channel_async_op final : public Waiter, public gate_member {
     } else {
       this->destination = &storage_;
     }
+    this->gate = gate_.get();  // (wakers claim a pass on it: see wake)
     gate_->link(*this);
   }
 
