@@ -40,9 +40,11 @@ class channel_async_op final : public Waiter, public gate_member {
   using storage_type = std::conditional_t<sends, std::optional<T>, std::optional<channel_item<T>>>;
 
   // Runs complete() on the handler's executor, holding the operation's reference; destroyed unrun
-  // (its context shut down), it lets go of it.
+  // (its context shut down), it lets go of it. Asio allocates it with the handler's allocator.
   struct completion {
+    using allocator_type = channel_async_op::allocator_type;
     counted_ref<channel_async_op> op;
+    allocator_type get_allocator() const noexcept { return op->allocator_; }
     void operator()() {
       channel_async_op& o = *op;
       o.complete(std::move(op));
@@ -78,7 +80,15 @@ class channel_async_op final : public Waiter, public gate_member {
     try {
       asio::post(*op->work_, completion{std::move(op->waiting_)});
     } catch (...) {
-      // (The completion is gone unrun; so is the operation, rather than wait for the shutdown.)
+      // (The completion is gone unrun; so is the operation, rather than wait for the shutdown.) A
+      // value received goes back into the channel, first in line: the receive did not happen. (A
+      // send's value has been handed on, to a receiver that may have run since: it stays there.)
+      if constexpr (!sends) {
+        try {
+          if (op->storage_) op->state_->give_back(std::move(*op->storage_));
+        } catch (...) {  // (no room to give it back: it is lost, and the first failure is the caller's)
+        }
+      }
       op->leave_gate();
       throw;
     }

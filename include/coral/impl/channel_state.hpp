@@ -180,6 +180,28 @@ class channel_state {
     }
   }
 
+  // See deliver (and a receive whose completion could not be posted, channel_async_op).
+  void give_back(channel_item<T>&& item) {
+    wakeups h(nullptr);
+    {
+      std::lock_guard lock(mutex_);
+      bool unused = false;
+      if (auto* receiver = claim_counterpart(receivers_, race_ticket(), h, unused)) {
+        auto& r = static_cast<receive_waiter<T>&>(*receiver);
+        r.destination->emplace(std::move(item));
+        receivers_.remove(r);
+        h.counterpart = &r;
+      } else {
+        try {
+          buffer_.push_front(std::move(item));
+        } catch (...) {  // (no memory for it: the losers found on the way still need waking)
+          h.failure = std::current_exception();
+        }
+      }
+    }
+    h.complete(nullptr);
+  }
+
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
   bool cancel(channel_waiter& w) {
     std::lock_guard lock(mutex_);
@@ -415,30 +437,6 @@ class channel_state {
     }
     senders_.remove(s);
     h.counterpart = &s;
-  }
-
-  friend class channel_box<T>;
-
-  // See deliver.
-  void give_back(channel_item<T>&& item) {
-    wakeups h(nullptr);
-    {
-      std::lock_guard lock(mutex_);
-      bool unused = false;
-      if (auto* receiver = claim_counterpart(receivers_, race_ticket(), h, unused)) {
-        auto& r = static_cast<receive_waiter<T>&>(*receiver);
-        r.destination->emplace(std::move(item));
-        receivers_.remove(r);
-        h.counterpart = &r;
-      } else {
-        try {
-          buffer_.push_front(std::move(item));
-        } catch (...) {  // (no memory for it: the losers found on the way still need waking)
-          h.failure = std::current_exception();
-        }
-      }
-    }
-    h.complete(nullptr);
   }
 
   const std::size_t capacity_;
