@@ -50,10 +50,12 @@ inline constexpr conflated_t conflated{};
 //   first come, first served.
 // - A waiting task is resumed on its own executor: on the spot when the task that completes its
 //   operation runs on the same executor (no queue hop), otherwise through a post to its executor.
-//   An async_* handler is never invoked inside async_send / async_receive: an immediate completion
-//   is posted to its associated executor (the system executor if it has none), a later one is
-//   dispatched there; its cancellation slot is cleared there too, and its associated allocator
-//   allocates the operation.
+//   An async_* handler is never invoked inside async_send / async_receive, nor inside the call
+//   that completes it (a send, a receive, close()): its completion is posted to its associated
+//   executor, where its cancellation slot is cleared too, and its associated allocator allocates
+//   the operation and the posted completion. A handler with no executor of its own runs on the
+//   thread that completes it (nested at most 16 deep, then posted to the system executor); one
+//   completed at once is posted to the system executor.
 // - close(): values already buffered stay receivable. Waiting and later senders fail with
 //   channel_closed (errc::channel_closed for async_send) and their value is not delivered;
 //   receivers fail with channel_closed (next() gives nullopt) once the buffer is empty. Nothing is
