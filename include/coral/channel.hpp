@@ -52,10 +52,10 @@ inline constexpr conflated_t conflated{};
 //   operation runs on the same executor (no queue hop), otherwise through a post to its executor.
 //   An async_* handler is never invoked inside async_send / async_receive, nor inside the call
 //   that completes it (a send, a receive, close()): its completion is posted to its associated
-//   executor, where its cancellation slot is cleared too, and its associated allocator allocates
-//   the operation and the posted completion. A handler with no executor of its own runs on the
-//   thread that completes it (nested at most 16 deep, then posted to the system executor); one
-//   completed at once is posted to the system executor.
+//   executor (the system executor if it has none, as asio::post does), where its cancellation
+//   slot is cleared too, and its associated allocator allocates the operation and the posted
+//   completion. (An executor that runs what is posted to it at once, as coral::inline_executor
+//   does, runs the handler there and then.)
 // - close(): values already buffered stay receivable. Waiting and later senders fail with
 //   channel_closed (errc::channel_closed for async_send) and their value is not delivered;
 //   receivers fail with channel_closed (next() gives nullopt) once the buffer is empty. Nothing is

@@ -12,7 +12,6 @@
 #include "coral/detail/core/allocated.hpp"
 #include "coral/detail/core/asio.hpp"
 #include "coral/detail/core/context_gate.hpp"
-#include "coral/detail/wait/suspended_task.hpp"
 #include "coral/error.hpp"
 #include "coral/impl/channel_state.hpp"
 
@@ -33,9 +32,6 @@ class channel_async_op final : public Waiter, public gate_member {
                                          asio::execution::outstanding_work.tracked))>;
   using allocator_type = asio::associated_allocator_t<Handler>;
   static constexpr bool sends = std::is_same_v<Waiter, send_waiter<T>>;
-  // The handler has no executor of its own (see wake).
-  static constexpr bool unbound =
-      std::is_same_v<asio::associated_executor_t<Handler, asio::system_executor>, asio::system_executor>;
   // A send's value, or where a receive's item is put.
   using storage_type = std::conditional_t<sends, std::optional<T>, std::optional<channel_item<T>>>;
 
@@ -99,12 +95,13 @@ class channel_async_op final : public Waiter, public gate_member {
   // that took the operation out of the channel claimed a pass on that gate first (see
   // queued_waiter::claim_for_wake), so a context that starts shutting down waits for the post; a
   // cancellation enters the gate here and, if the context is shutting down, leaves the operation
-  // to the shutdown. Posted, not dispatched: run inside the waker's call, a handler that starts
-  // the next operation would nest each completion in the last one without limit (two handlers
-  // passing a value back and forth overflow the stack), and one that throws would throw out of
-  // the waker (a send, a close(), another thread's code). A handler with no executor of its own
-  // runs on the waker's thread (posted to the system executor, it would run on a thread Asio
-  // starts for it), nested as deep as coral tasks are (max_inline_resume_depth), then posted.
+  // to the shutdown. Posted, never run inside the waker's call: there, a handler that starts the
+  // next operation would nest each completion in the last one without limit (two handlers passing
+  // a value back and forth overflow the stack), one that throws would throw out of the waker (a
+  // send, a close(), another thread's code), and any would run while the waker holds passes on
+  // the contexts of the other waiters it wakes (close() claims them all first), so that one that
+  // destroys such a context would wait for ever for its own thread. A handler with no executor of
+  // its own is posted to the system executor, as asio::post does with it.
   void wake(task_segment*) noexcept override {
     // The waker took the operation from the channel, and with it the waiting operation's reference.
     auto taken = std::move(waiting_);
@@ -116,15 +113,7 @@ class channel_async_op final : public Waiter, public gate_member {
     {
       // (The copy of the executor goes inside the pass: it may hold a strand of the context.)
       auto executor = *work_;
-      if (unbound && inline_resume_depth < max_inline_resume_depth) {
-        ++inline_resume_depth;
-        struct depth_guard {
-          ~depth_guard() { --inline_resume_depth; }
-        } guard;
-        asio::dispatch(executor, completion{std::move(taken)});
-      } else {
-        asio::post(executor, completion{std::move(taken)});
-      }
+      asio::post(executor, completion{std::move(taken)});
     }
     pass->leave();
   }
@@ -173,7 +162,7 @@ class channel_async_op final : public Waiter, public gate_member {
   // (Unlinked by then: the link's reference has gone.) The handler outlives the operation's
   // memory, which may be its own (through its allocator), as in Asio's operations.
   void destroy_self() noexcept override {
-    Handler handler = std::move(handler_);
+    [[maybe_unused]] Handler handler = std::move(handler_);
     destroy_with_allocator(allocator_, this);
   }
 

@@ -125,7 +125,7 @@ class task_result {
       if (!has_loan()) return;
       loan<T> l = take_loan();
       try {
-        l.take_with([this](auto&&... a) { set_value(std::forward<decltype(a)>(a)...); });
+        l.take_with([this](auto&&... a) { this->set_value(std::forward<decltype(a)>(a)...); });
       } catch (...) {
         set_exception(std::current_exception());
       }
