@@ -278,48 +278,14 @@ BOOST_AUTO_TEST_CASE(async_operations_never_use_an_allocator_their_handler_was_m
   BOOST_TEST(uses.after_a_move == 0);
 }
 
-namespace {
-// An allocator whose k-th allocation (counted from 0, across its copies) throws std::bad_alloc.
-struct failing_allocations {
-  int until_failure = -1;  // negative: never
-  int allocations = 0;
-  int deallocations = 0;
-  bool failed = false;
-};
-
-template <class T>
-struct failing_allocator {
-  using value_type = T;
-  failing_allocations* counts;
-  explicit failing_allocator(failing_allocations& c) noexcept : counts(&c) {}
-  template <class U>
-  failing_allocator(const failing_allocator<U>& other) noexcept : counts(other.counts) {}
-  T* allocate(std::size_t n) {
-    if (counts->until_failure-- == 0) {
-      counts->failed = true;
-      throw std::bad_alloc();
-    }
-    ++counts->allocations;
-    return std::allocator<T>().allocate(n);
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    ++counts->deallocations;
-    std::allocator<T>().deallocate(p, n);
-  }
-  template <class U>
-  bool operator==(const failing_allocator<U>& other) const noexcept {
-    return counts == other.counts;
-  }
-};
-}  // namespace
-
 // An async_receive that finds a value posts its completion, allocated with the handler's
 // allocator. If that allocation fails, the exception reaches the caller and the receive did not
 // happen: the value is still in the channel, and the handler never runs.
 BOOST_AUTO_TEST_CASE(an_async_receive_whose_completion_cannot_be_posted_leaves_its_value_in_the_channel) {
   int failures = 0;
   for (int k = 0;; ++k) {
-    failing_allocations counts{.until_failure = k};
+    allocation_counts counts;
+    counts.until_failure = k;
     asio::io_context ctx(1);
     coral::channel<int> ch(1);
     BOOST_TEST_REQUIRE(ch.try_send(7));
@@ -327,12 +293,12 @@ BOOST_AUTO_TEST_CASE(an_async_receive_whose_completion_cannot_be_posted_leaves_i
     bool thrown = false;
     try {
       ch.async_receive(asio::bind_executor(
-          ctx, asio::bind_allocator(failing_allocator<void>(counts),
+          ctx, asio::bind_allocator(counting_allocator<void>(counts),
                                     [&](boost::system::error_code e, int v) { handled = e ? -2 : v; })));
     } catch (const std::bad_alloc&) {
       thrown = true;
     }
-    BOOST_TEST(thrown == counts.failed, "allocation " << k);
+    BOOST_TEST(thrown == counts.failed.load(), "allocation " << k);
     ctx.run();
     BOOST_TEST(counts.allocations == counts.deallocations, "allocation " << k);
     if (!counts.failed) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <future>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -50,10 +51,13 @@ struct io_objects_of : lifetime {
 };
 
 // An allocator that counts what goes through it, to prove an operation uses its handler's
-// associated allocator (and gives back all it took).
+// associated allocator (and gives back all it took); its until_failure-th allocation (counted
+// from 0 across its copies) throws std::bad_alloc, if set.
 struct allocation_counts {
   std::atomic<int> allocations{0};
   std::atomic<int> deallocations{0};
+  std::atomic<int> until_failure{-1};  // negative: never
+  std::atomic<bool> failed{false};
 };
 
 template <class T>
@@ -64,6 +68,10 @@ struct counting_allocator {
   template <class U>
   counting_allocator(const counting_allocator<U>& other) noexcept : counts(other.counts) {}
   T* allocate(std::size_t n) {
+    if (counts->until_failure.fetch_sub(1) == 0) {
+      counts->failed = true;
+      throw std::bad_alloc();
+    }
     ++counts->allocations;
     return std::allocator<T>().allocate(n);
   }
