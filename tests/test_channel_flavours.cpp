@@ -789,6 +789,46 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_a_context_frees_its_waiting_senders_and
   b.close();
 }
 
+// One send completes several waiting receives. The first, on the sender's own context, is resumed
+// on the sender's stack and destroys the context of a later one, whose resumption is being posted
+// there: that context's destruction frees the later task, and the send goes on.
+BOOST_AUTO_TEST_CASE(a_receiver_woken_first_may_destroy_the_context_of_a_receiver_the_same_send_wakes) {
+  coral::broadcast_channel<int> b(4);
+  asio::io_context own(1);
+  auto other = std::make_unique<asio::io_context>(1);
+  bool sending = false;
+  bool resumed_inside_the_send = false;
+  auto first = coral::spawn(own, [&]() -> coral::task<int> {
+    lifetime alive;
+    auto sub = b.subscribe();
+    const int v = co_await sub.receive();
+    resumed_inside_the_send = sending;
+    other.reset();
+    co_return v;
+  });
+  own.poll();
+  own.restart();
+  auto later = coral::spawn(*other, [&b]() -> coral::task<int> {
+    lifetime alive;
+    auto sub = b.subscribe();
+    co_return co_await sub.receive();
+  });
+  other->poll();
+  BOOST_TEST_REQUIRE(b.subscriber_count() == 2u);
+  auto sender = coral::spawn(own, [&]() -> coral::task<> {
+    sending = true;
+    co_await b.send(7);
+    sending = false;
+  });
+  own.run();
+  BOOST_TEST(resumed_inside_the_send);  // (the case this test is about)
+  BOOST_TEST(get_within(std::move(first)) == 7);
+  BOOST_TEST(failure_of(later) == asio::error::operation_aborted);
+  BOOST_TEST(failure_of(sender) == boost::system::error_code());
+  BOOST_TEST(lifetime::alive == 0);
+  BOOST_TEST(b.subscriber_count() == 0u);
+}
+
 // A copy that throws, for a subscriber receiving at once or waiting: its receive fails with the
 // exception and took nothing (the value is still there for it); the other subscribers are not
 // affected.

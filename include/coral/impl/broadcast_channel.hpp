@@ -374,13 +374,7 @@ class broadcast_state {
       }
       tail = &w;
     }
-    void complete() noexcept {
-      for (broadcast_waiter* w = head; w;) {
-        broadcast_waiter& done = *std::exchange(w, static_cast<broadcast_waiter*>(w->next));
-        done.next = done.prev = nullptr;
-        done.wake(waker);
-      }
-    }
+    void complete() noexcept { wake_each(head, waker); }
   };
 
   bool full() const noexcept { return !drops_oldest_ && buffer_.size() >= capacity_; }
