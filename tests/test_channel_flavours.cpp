@@ -363,9 +363,137 @@ struct fragile {
   fragile(fragile&&) noexcept = default;
 };
 
+// A value whose copies and moves (counted together) may fail: the n-th made throws. A join lends a
+// T whose move may throw instead of moving it. It counts as a lifetime. (Atomics: a value may be
+// made on any thread of the executor under test, one at a time.)
+struct brittle_copy : lifetime {
+  static inline std::atomic<int> made_until_failure{0};  // 0: none fails
+  static inline std::atomic<int> made{0};
+  int value = 0;
+  explicit brittle_copy(int v) : value(v) {}
+  brittle_copy(const brittle_copy& other) : lifetime(), value(other.value) { count(); }
+  brittle_copy(brittle_copy&& other) : lifetime(), value(other.value) { count(); }
+  brittle_copy& operator=(const brittle_copy&) = delete;
+  static void count() {
+    ++made;
+    if (made_until_failure.load() > 0 && --made_until_failure == 0) throw std::runtime_error("brittle_copy: failed");
+  }
+};
+
+bool is_brittle_copy_failure(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::runtime_error& failure) {
+    return std::string(failure.what()) == "brittle_copy: failed";
+  }
+}
+
+// Races a subscriber's receive of 7 in `race(sub, limit)` (which returns the value received) on
+// `Place`, with another subscriber holding the value too (the receive copies it) or not (it moves
+// it), the value sent before the race (`limit` is 10 ms) or while the race waits (an hour), and the
+// n-th copy or move on the receiving side failing, for every n up to 6: whether the race throws or
+// not, the subscriber has the value once, from the race or from its next receive, and no
+// brittle_copy is left or made twice. A race in which nothing fails makes the subscriber's T once.
+template <class Place, class Race>
+void check_a_raced_broadcast_receive_loses_nothing(const char* form, Race race) {
+  Place place;
+  auto ex = place.get_executor();
+  for (bool shared : {false, true}) {
+    for (bool ready : {true, false}) {
+      for (int failing = 0; failing <= 6; ++failing) {
+        BOOST_TEST_CONTEXT(form << (shared ? ", shared" : ", last holder")
+                                << (ready ? ", value ready" : ", value sent while the race waits")
+                                << (failing ? ", the receiving side's T number " + std::to_string(failing) + " fails"
+                                            : std::string(", nothing fails"))) {
+          coral::broadcast_channel<brittle_copy> b(2);
+          auto sub = b.subscribe();
+          std::optional<coral::broadcast_subscriber<brittle_copy>> other;
+          if (shared) other.emplace(b.subscribe());
+          brittle_copy sent(7);
+          if (ready) BOOST_TEST_REQUIRE(b.try_send(sent));
+          // (A send makes the channel's value, before the receiving side makes anything.)
+          const int send_made = ready ? 0 : 1;
+          brittle_copy::made = 0;
+          brittle_copy::made_until_failure = failing == 0 ? 0 : send_made + failing;
+          coral::job<> sender;
+          std::atomic<bool> sent_later{false};
+          auto received = coral::spawn(ex, [&]() -> coral::task<int> {
+            if (!ready) {
+              sender = coral::spawn(ex, [&]() -> coral::task<> {
+                co_await coral::yield();
+                sent_later = b.try_send(sent);
+              });
+            }
+            co_return co_await race(sub, ready ? std::chrono::milliseconds(10) : std::chrono::hours(1));
+          });
+          std::vector<int> got;
+          try {
+            got.push_back(get_within(received));
+          } catch (...) {
+            BOOST_TEST(failing != 0);
+            BOOST_TEST(is_brittle_copy_failure(std::current_exception()));
+          }
+          if (!ready) {
+            get_within(sender);
+            BOOST_TEST(sent_later);
+          }
+          const int made = brittle_copy::made - send_made;
+          brittle_copy::made_until_failure = 0;
+          if (failing == 0) BOOST_TEST(made == 1);
+          if (got.empty()) {
+            auto again = sub.try_receive();
+            BOOST_TEST_REQUIRE(again.has_value(), "the value was lost for the subscriber");
+            got.push_back(again->value);
+          }
+          BOOST_TEST(got == std::vector<int>{7}, boost::test_tools::per_element());
+          BOOST_TEST(!sub.try_receive().has_value(), "the subscriber got the value twice");
+          if (shared) BOOST_TEST(other->try_receive().value_or(brittle_copy(-1)).value == 7);
+          BOOST_TEST(lifetime::alive == 1);  // `sent`
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(broadcast_channel)
+
+// Invariant 7 for a broadcast channel's raced receive: the value received is the subscriber's
+// until the receiving task has its own T, however many results and tasks the race passes it
+// through; so the receiving side makes that T once, and if that throws, the subscriber's next
+// receive gets the value.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_receive_whose_copy_or_move_throws_leaves_the_value_to_the_subscriber, Place,
+                              every_place) {
+  using subscriber = coral::broadcast_subscriber<brittle_copy>;
+  using limit = std::chrono::milliseconds;
+  check_a_raced_broadcast_receive_loses_nothing<Place>("when_any(sub.receive(), d)",
+                                                       [](subscriber& sub, limit d) -> coral::task<int> {
+                                                         auto won = co_await coral::when_any(sub.receive(), d);
+                                                         co_return std::get<0>(won).value;
+                                                       });
+  check_a_raced_broadcast_receive_loses_nothing<Place>("sub.receive() || sleep_for(d)",
+                                                       [](subscriber& sub, limit d) -> coral::task<int> {
+                                                         auto won = co_await (sub.receive() || coral::sleep_for(d));
+                                                         co_return std::get<0>(won).value;
+                                                       });
+  check_a_raced_broadcast_receive_loses_nothing<Place>("with_timeout(d, sub.receive())",
+                                                       [](subscriber& sub, limit d) -> coral::task<int> {
+                                                         auto v = co_await coral::with_timeout(d, sub.receive());
+                                                         co_return v.value;
+                                                       });
+  check_a_raced_broadcast_receive_loses_nothing<Place>("sub.next() || sleep_for(d)",
+                                                       [](subscriber& sub, limit d) -> coral::task<int> {
+                                                         auto won = co_await (sub.next() || coral::sleep_for(d));
+                                                         co_return std::get<0>(won)->value;
+                                                       });
+  check_a_raced_broadcast_receive_loses_nothing<Place>(
+      "when_any(with_timeout(d, sub.receive()), d)", [](subscriber& sub, limit d) -> coral::task<int> {
+        auto won = co_await coral::when_any(coral::with_timeout(d, sub.receive()), d);
+        co_return std::get<0>(won).value;
+      });
+  BOOST_TEST(lifetime::alive == 0);
+}
 
 // tokio's broadcast test, on every executor kind: several senders, several subscribers, a buffer
 // small enough that senders wait for the slowest; each subscriber saw every value of every

@@ -78,7 +78,8 @@ class broadcast_next_awaiter;
 //   frames are destroyed with the context; a later send or close() does not touch it.
 // - No code of T runs under the channel's lock, so T's constructors and destructor may use the
 //   channel. If the copy (or move) for a subscriber throws, that subscriber's receive fails with
-//   the exception and took nothing: its next receive gets the value again. If moving the value
+//   the exception and took nothing: its next receive gets the value again. A raced receive too:
+//   the race passes the value on uncopied, and the copy is made into what the task gets. If moving the value
 //   into the channel throws, send() (or try_send()) throws it, having sent nothing.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe for broadcast_channel (every member

@@ -19,7 +19,9 @@
 
 #include "coral/detail/core/asio.hpp"
 #include "coral/detail/core/config.hpp"
+#include "coral/detail/core/loan.hpp"
 #include "coral/detail/core/ref_counted.hpp"
+#include "coral/detail/core/task_result.hpp"
 #include "coral/detail/tracking/task_record.hpp"
 #include "coral/detail/wait/task_waiter.hpp"
 #include "coral/error.hpp"
@@ -61,6 +63,35 @@ class broadcast_value : public ref_counted<broadcast_value<T>> {
 
 template <class T>
 using broadcast_value_ref = counted_ref<broadcast_value<T>>;
+
+template <class T>
+struct broadcast_cursor;
+template <class T>
+class broadcast_state;
+
+// A value a subscriber received, lent by a raced receive to the receiving task (see loan): the
+// task copies it when it takes it (moves it, if nobody else holds it any more), and if that
+// throws, it goes back to the subscriber, for its next receive.
+template <class T>
+class broadcast_box final : public loaned<T> {
+ public:
+  broadcast_box(std::shared_ptr<broadcast_state<T>> state, std::shared_ptr<broadcast_cursor<T>> cursor,
+                broadcast_value_ref<T> received) noexcept
+      : loaned<T>(&received->value),
+        state_(std::move(state)),
+        cursor_(std::move(cursor)),
+        received_(std::move(received)) {}
+  bool shared() const noexcept override { return received_->shared(); }
+
+ private:
+  void return_to_owner(std::unique_ptr<loaned_base> self) override {
+    state_->give_back(*cursor_, std::move(received_));
+  }  // (`self`, this box, goes here)
+
+  std::shared_ptr<broadcast_state<T>> state_;
+  std::shared_ptr<broadcast_cursor<T>> cursor_;
+  broadcast_value_ref<T> received_;
+};
 
 // A subscriber's place in the stream of values. Shared by the subscriber and its receives, so
 // that neither outlives the other's view of it.
@@ -575,6 +606,23 @@ class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive
     return this->state_->copy_for(*this->cursor, std::move(this->received), make);
   }
 
+  // For a T whose move may throw, a join passes the value received on as a loan of it (see loan),
+  // until the receiving task makes its own T, with the one copy (or move) a plain receive makes.
+  // Each move of T after that could throw and destroy the subscriber's T with the exception, and
+  // a join moves a result several times; if the copy itself throws, the value goes back to the
+  // subscriber, as after a plain receive. A T whose move cannot throw is copied at once.
+  static constexpr bool lends = loanable_v<T>;
+
+  // The value received, lent to the receiving task.
+  std::unique_ptr<loaned_base> lend() {
+    try {
+      return std::make_unique<broadcast_box<T>>(this->state_, this->cursor, std::move(this->received));
+    } catch (...) {  // (the box could not be made: `received` is still here, and goes back)
+      this->state_->give_back(*this->cursor, std::move(this->received));
+      throw;
+    }
+  }
+
   ~broadcast_receive_base() {
     // (Handed a value, but the task was destroyed before it resumed: its context shut down.)
     if (this->received) this->state_->give_back(*this->cursor, std::move(this->received));
@@ -586,9 +634,27 @@ class broadcast_receive_awaiter : public broadcast_receive_base<T> {
  public:
   using broadcast_receive_base<T>::broadcast_receive_base;
   T await_resume() {
+    return resume_with([](auto&& v) { return T(std::forward<decltype(v)>(v)); });
+  }
+
+  // For a select: as await_resume(), but make(value) builds what holds the value (the select's
+  // variant), with the subscriber's one copy.
+  template <class Make>
+  auto resume_with(Make make) {
     if (!this->finish_receive())
       throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
-    return this->copy([](auto&& v) { return T(std::forward<decltype(v)>(v)); });
+    return this->copy(std::move(make));
+  }
+
+  // For a join: the outcome into the branch's result, the value lent if it may be (see lends).
+  void resume_into(task_result<T>& result) {
+    if constexpr (broadcast_receive_base<T>::lends) {
+      if (!this->finish_receive())
+        throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
+      result.set_loan(loan<T>(this->lend()));
+    } else {
+      resume_with([&](auto&& v) { result.set_value(std::forward<decltype(v)>(v)); });
+    }
   }
 };
 
@@ -599,6 +665,22 @@ class broadcast_next_awaiter : public broadcast_receive_base<T> {
   std::optional<T> await_resume() {
     if (!this->finish_receive()) return std::nullopt;
     return this->copy([](auto&& v) { return std::optional<T>(std::forward<decltype(v)>(v)); });
+  }
+
+  // As broadcast_receive_awaiter's: make gets the arguments that construct the std::optional<T>.
+  template <class Make>
+  auto resume_with(Make make) {
+    if (!this->finish_receive()) return make(std::nullopt);
+    return this->copy([&](auto&& v) { return make(std::in_place, std::forward<decltype(v)>(v)); });
+  }
+
+  void resume_into(task_result<std::optional<T>>& result) {
+    if constexpr (broadcast_receive_base<T>::lends) {
+      if (!this->finish_receive()) return result.set_value(std::nullopt);
+      result.set_loan(loan<std::optional<T>>::of_optional(this->lend()));
+    } else {
+      resume_with([&](auto&&... a) { result.set_value(std::forward<decltype(a)>(a)...); });
+    }
   }
 };
 

@@ -24,9 +24,9 @@ namespace coral::detail {
 // receiving task's move of it throws. (Null while the box is the channel's: a buffered value holds
 // no reference to its channel.)
 template <class T>
-class channel_box final : public loaned<T> {
+class channel_box final : public loaned_value<T> {
  public:
-  explicit channel_box(T&& value) : loaned<T>(std::move(value)) {}
+  explicit channel_box(T&& value) : loaned_value<T>(std::move(value)) {}
   void lend(std::shared_ptr<channel_state<T>> origin) noexcept { origin_ = std::move(origin); }
 
  private:

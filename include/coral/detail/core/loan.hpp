@@ -35,10 +35,11 @@ template <class T>
 inline constexpr bool is_optional_v<std::optional<T>> = true;
 
 // A value its owner (a channel) has lent to a receiver, in a box of its own. Whoever holds the box
-// may pass it on (moving the box moves no value) until the receiver takes the value, by one move.
-// If that move throws, the value is still whole and goes back to its owner (give_back) instead of
-// being destroyed with the exception: so a raced receive loses nothing, however many results and
-// tasks the value passes through before it reaches the receiving task (see loan).
+// may pass it on (moving the box moves no value) until the receiver takes the value, by one move
+// (or one copy, of a value others share). If that throws, the value is still whole and goes back
+// to its owner (give_back) instead of being destroyed with the exception: so a raced receive loses
+// nothing, however many results and tasks the value passes through before it reaches the
+// receiving task (see loan).
 class loaned_base {
  public:
   virtual ~loaned_base() = default;
@@ -56,10 +57,23 @@ class loaned_base {
 template <class T>
 class loaned : public loaned_base {
  public:
-  T& value() noexcept { return value_; }
+  T& value() noexcept { return *value_; }
+  // Whether others hold the value too (a broadcast channel's subscribers): the receiver then takes
+  // a copy of it, and the value stays theirs.
+  virtual bool shared() const noexcept { return false; }
 
  protected:
-  explicit loaned(T&& value) : value_(std::move(value)) {}
+  explicit loaned(T* value) noexcept : value_(value) {}
+
+ private:
+  T* value_;
+};
+
+// A loaned value that the box holds (a channel's: the box travels with the value from its send).
+template <class T>
+class loaned_value : public loaned<T> {
+ protected:
+  explicit loaned_value(T&& value) : loaned<T>(&value_), value_(std::move(value)) {}
 
  private:
   T value_;
@@ -159,11 +173,22 @@ class loan {
     } else if constexpr (is_optional_v<X>) {
       if (level < depth_) {
         assert(path_[level] == optional_value);
-        return make(std::in_place, std::move(static_cast<loaned<typename X::value_type>&>(*box_).value()));
+        return make_from_box<typename X::value_type>(
+            [&](auto&& v) -> decltype(auto) { return make(std::in_place, std::forward<decltype(v)>(v)); });
       }
     }
     assert(level == depth_);
-    return make(std::move(static_cast<loaned<X>&>(*box_).value()));
+    return make_from_box<X>(make);
+  }
+
+  // make(v), with the box's value as an rvalue, or as a const lvalue if it is shared (copied).
+  template <class V, class Make>
+  decltype(auto) make_from_box(Make&& make) {
+    auto& box = static_cast<loaned<V>&>(*box_);
+    if constexpr (std::is_copy_constructible_v<V>) {
+      if (box.shared()) return make(static_cast<const V&>(box.value()));
+    }
+    return make(std::move(box.value()));
   }
 
   std::unique_ptr<loaned_base> box_;
