@@ -84,9 +84,10 @@ class broadcast_box final : public loaned<T> {
   bool shared() const noexcept override { return received_->shared(); }
 
  private:
-  void return_to_owner(std::unique_ptr<loaned_base> self) override {
+  // (`self` is this box: it goes on return.)
+  void return_to_owner([[maybe_unused]] std::unique_ptr<loaned_base> self) override {
     state_->give_back(*cursor_, std::move(received_));
-  }  // (`self`, this box, goes here)
+  }
 
   std::shared_ptr<broadcast_state<T>> state_;
   std::shared_ptr<broadcast_cursor<T>> cursor_;
