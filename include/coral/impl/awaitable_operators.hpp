@@ -146,25 +146,25 @@ operator_task_t<Result, L, R> any_of(L l, R r) {
   if constexpr (operands_hold_v<L, R>) {
     // (What the winner took stays with the result; the left operand's variant gives the first
     // alternatives of the wider one.)
-    held_shares shares;
-    Result value = race.outcome([&](auto won, auto& outcome) -> Result {
-      return hand_over_to_join(
-          outcome,
-          [](auto&&... a) -> Result {
-            if constexpr (decltype(won)::value == 1) {
-              return Result(std::in_place_index<std::variant_size_v<Result> - 1>, std::forward<decltype(a)>(a)...);
-            } else if constexpr (is_variant_v<lv>) {
-              lv v(std::forward<decltype(a)>(a)...);
-              return with_index<std::variant_size_v<lv>>(v.index(), [&](auto j) -> Result {
-                return Result(std::in_place_index<decltype(j)::value>, std::get<decltype(j)::value>(std::move(v)));
-              });
-            } else {
-              return Result(std::in_place_index<0>, std::forward<decltype(a)>(a)...);
-            }
-          },
-          &shares);
+    co_return holding_if_held<holding<Result>>([&](held_shares* into) {
+      return race.outcome([&](auto won, auto& outcome) -> Result {
+        return hand_over_to_join(
+            outcome,
+            [](auto&&... a) -> Result {
+              if constexpr (decltype(won)::value == 1) {
+                return Result(std::in_place_index<std::variant_size_v<Result> - 1>, std::forward<decltype(a)>(a)...);
+              } else if constexpr (is_variant_v<lv>) {
+                lv v(std::forward<decltype(a)>(a)...);
+                return with_index<std::variant_size_v<lv>>(v.index(), [&](auto j) -> Result {
+                  return Result(std::in_place_index<decltype(j)::value>, std::get<decltype(j)::value>(std::move(v)));
+                });
+              } else {
+                return Result(std::in_place_index<0>, std::forward<decltype(a)>(a)...);
+              }
+            },
+            into);
+      });
     });
-    co_return holding<Result>{std::move(value), std::move(shares)};
   } else {
     // The winner's outcome goes straight into this task's result (not through when_any's
     // variant): a received value on loan as it is (see loan), another value with one move. The

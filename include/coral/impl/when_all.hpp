@@ -13,40 +13,24 @@ namespace coral {
 
 namespace detail {
 
+// (What the children took becomes the task's once the whole value is made, or not at all; as a
+// branch of another join, it stays with the result: see held_for_task.)
 template <class... Tasks>
-class when_all_awaiter final : public tuple_join_awaiter<join_kind::first_failure, Tasks...> {
+class when_all_awaiter final
+    : public tuple_join_awaiter<join_kind::first_failure, Tasks...>,
+      public join_value_resume<when_all_awaiter<Tasks...>, std::tuple<join_value_t<typename Tasks::value_type>...>,
+                               any_held_v<typename Tasks::value_type...>> {
   using base = tuple_join_awaiter<join_kind::first_failure, Tasks...>;
   using value_type = std::tuple<join_value_t<typename Tasks::value_type>...>;
-  static constexpr bool holds = any_held_v<typename Tasks::value_type...>;
 
  public:
   using base::base;
-  // As a branch of another join: what the children took for the task stays with the result (see
-  // held_for_task).
-  using coral_join_result = holding_if<holds, value_type>;
 
-  // (What the children took becomes the task's once the whole value is made, or not at all.)
-  value_type await_resume() {
-    if constexpr (holds) {
-      return coral_join_resume().hand_over_holds(nullptr);
-    } else {
-      return resume(nullptr, std::index_sequence_for<Tasks...>{});
-    }
-  }
-
-  coral_join_result coral_join_resume() {
-    if constexpr (holds) {
-      held_shares shares;
-      value_type value = resume(&shares, std::index_sequence_for<Tasks...>{});
-      return {std::move(value), std::move(shares)};
-    } else {
-      return await_resume();
-    }
-  }
+  value_type make_value(held_shares* into) { return make_value(into, std::index_sequence_for<Tasks...>{}); }
 
  private:
   template <std::size_t... I>
-  value_type resume(held_shares* into, std::index_sequence<I...> indices) {
+  value_type make_value(held_shares* into, std::index_sequence<I...> indices) {
     if (auto failed = this->decided_branch(); failed >= 0)
       this->rethrow_if_failed(static_cast<std::size_t>(failed), indices);
     return {take_join_value(this->template result<I>(), into)...};
@@ -54,36 +38,17 @@ class when_all_awaiter final : public tuple_join_awaiter<join_kind::first_failur
 };
 
 template <class Task>
-class when_all_vector_awaiter final : public vector_join_awaiter<join_kind::first_failure, Task> {
+class when_all_vector_awaiter final
+    : public vector_join_awaiter<join_kind::first_failure, Task>,
+      public join_value_resume<when_all_vector_awaiter<Task>, std::vector<join_value_t<typename Task::value_type>>,
+                               held_for_task<typename Task::value_type>> {
   using base = vector_join_awaiter<join_kind::first_failure, Task>;
   using value_type = std::vector<join_value_t<typename Task::value_type>>;
-  static constexpr bool holds = held_for_task<typename Task::value_type>;
 
  public:
   using base::base;
-  // (See when_all_awaiter.)
-  using coral_join_result = holding_if<holds, value_type>;
 
-  value_type await_resume() {
-    if constexpr (holds) {
-      return coral_join_resume().hand_over_holds(nullptr);
-    } else {
-      return resume(nullptr);
-    }
-  }
-
-  coral_join_result coral_join_resume() {
-    if constexpr (holds) {
-      held_shares shares;
-      value_type value = resume(&shares);
-      return {std::move(value), std::move(shares)};
-    } else {
-      return await_resume();
-    }
-  }
-
- private:
-  value_type resume(held_shares* into) {
+  value_type make_value(held_shares* into) {
     if (auto failed = this->decided_branch(); failed >= 0)
       this->result(static_cast<std::size_t>(failed)).take_or_rethrow();
     value_type values;

@@ -42,13 +42,7 @@ V race_value(Race& race, held_shares* into) {
 // what the winner took, where the winner may have taken something.
 template <class R, class V, class Race>
 R race_join_result(Race& race) {
-  if constexpr (held_for_task<R>) {
-    held_shares shares;
-    V value = race_value<V>(race, &shares);
-    return R{std::move(value), std::move(shares)};
-  } else {
-    return race_value<V>(race, nullptr);
-  }
+  return holding_if_held<R>([&](held_shares* into) { return race_value<V>(race, into); });
 }
 
 template <class... Tasks>

@@ -113,4 +113,42 @@ struct holding<void> {
 template <bool Holds, class V>
 using holding_if = std::conditional_t<Holds, holding<V>, V>;
 
+// A join's result R for a join around it (its coral_join_result, a holding_if): `make(into)` makes
+// the value, passing what the branches took for the task into `into`, which is null where nothing
+// can be held.
+template <class R, class Make>
+R holding_if_held(Make make) {
+  if constexpr (held_for_task<R>) {
+    held_shares shares;
+    auto value = make(&shares);
+    return R{std::move(value), std::move(shares)};
+  } else {
+    return make(nullptr);
+  }
+}
+
+// What a join's awaiter gives the task awaiting it (await_resume) and a join around it
+// (coral_join_resume), from Derived::make_value(into) (see holding_if_held). What the branches took
+// becomes the task's once the whole value is made, or not at all.
+template <class Derived, class V, bool Holds>
+class join_value_resume {
+ public:
+  using coral_join_result = holding_if<Holds, V>;
+
+  V await_resume() {
+    if constexpr (Holds) {
+      return coral_join_resume().hand_over_holds(nullptr);
+    } else {
+      return derived().make_value(nullptr);
+    }
+  }
+
+  coral_join_result coral_join_resume() {
+    return holding_if_held<coral_join_result>([this](held_shares* into) { return derived().make_value(into); });
+  }
+
+ private:
+  Derived& derived() noexcept { return static_cast<Derived&>(*this); }
+};
+
 }  // namespace coral::detail
