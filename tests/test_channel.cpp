@@ -986,29 +986,15 @@ void check_a_raced_receive_loses_nothing(const char* form, Race race, int moves)
         const int send_moves = ready ? 0 : 1;
         brittle::moves = 0;
         brittle::moves_until_failure = failing_move == 0 ? 0 : send_moves + failing_move;
-        coral::job<> sender;
-        std::atomic<bool> sent_later{false};
-        auto received = coral::spawn(ex, [&]() -> coral::task<int> {
-          if (!ready) {
-            // (After the race has started on a single-threaded executor, perhaps before on a pool:
-            // the race then finds the value ready.)
-            sender = coral::spawn(ex, [&]() -> coral::task<> {
-              co_await coral::yield();
-              sent_later = ch.try_send(sent);
-            });
-          }
-          co_return co_await race(ch, ready ? std::chrono::milliseconds(10) : std::chrono::hours(1));
-        });
+        std::exception_ptr failure;
+        auto raced = run_a_raced_receive(
+            ex, ready, [&] { return ch.try_send(sent); }, [&](std::chrono::milliseconds d) { return race(ch, d); },
+            failure);
         std::vector<int> got;
-        try {
-          got.push_back(get_within(received));
-        } catch (...) {
+        if (raced) got.push_back(*raced);
+        if (failure) {
           BOOST_TEST(failing_move != 0);
-          BOOST_TEST(is_brittle_failure(std::current_exception()));
-        }
-        if (!ready) {
-          get_within(sender);
-          BOOST_TEST(sent_later);
+          BOOST_TEST(is_brittle_failure(failure));
         }
         const int moved = brittle::moves - send_moves;
         brittle::moves_until_failure = 0;

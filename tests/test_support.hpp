@@ -15,6 +15,7 @@
 #include <future>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -113,6 +114,36 @@ boost::system::error_code failure_of(coral::job<T> j) {
     return e.code();
   }
   return {};
+}
+
+// A race that receives a value (`race(limit)`, a task yielding what it received) in a task on
+// `ex`: the value was sent before (`ready`; `limit` is 10 ms), or `send()` sends it from another
+// task while the race waits (`limit` is an hour; on a pool the race may find it ready). What the
+// race yielded, or nullopt with its exception in `failure`.
+template <class Executor, class Send, class Race>
+std::optional<int> run_a_raced_receive(Executor ex, bool ready, Send send, Race race, std::exception_ptr& failure) {
+  coral::job<> sender;
+  std::atomic<bool> sent_later{false};
+  auto received = coral::spawn(ex, [&]() -> coral::task<int> {
+    if (!ready) {
+      sender = coral::spawn(ex, [&]() -> coral::task<> {
+        co_await coral::yield();
+        sent_later = send();
+      });
+    }
+    co_return co_await race(ready ? std::chrono::milliseconds(10) : std::chrono::hours(1));
+  });
+  std::optional<int> got;
+  try {
+    got = get_within(received);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (!ready) {
+    get_within(sender);
+    if (!sent_later) throw std::runtime_error("test: the value could not be sent while the race waited");
+  }
+  return got;
 }
 
 // The thread a executor runs its work on (for a single-threaded executor).
