@@ -54,13 +54,15 @@ struct queued_waiter : waiter_node {
 };
 
 // Wakes the waiters of a list taken out of a queue (linked through `next`, already unlinked, each
-// with its outcome set), in order, with no lock held: wake() may resume a coroutine. When `waker`
-// is a coral task, a waiter on its context may be resumed on this stack, and that task's code may
-// destroy the context of a waiter further down the list, whose shutdown waits for the pass the
-// waker claimed on it (see queued_waiter::claim_for_wake): the waker's own thread, so for ever. So
-// every waiter holding a pass is woken (posted, its pass left) before any other.
-template <class Waiter>
-void wake_each(Waiter* list, task_segment* waker) noexcept {
+// with its outcome set, or set by `settle(w)` just before), in order, with no lock held: wake() may
+// resume a coroutine. When `waker` is a coral task, a waiter on its context may be resumed on this
+// stack, and that task's code may destroy the context of a waiter further down the list, whose
+// shutdown waits for the pass the waker claimed on it (see queued_waiter::claim_for_wake): the
+// waker's own thread, so for ever. So every waiter holding a pass is woken (posted, its pass left)
+// before any other.
+template <class Waiter, class Settle = void (*)(Waiter&) noexcept>
+void wake_each(
+    Waiter* list, task_segment* waker, Settle settle = [](Waiter&) noexcept {}) noexcept {
   waiter_node* rest = nullptr;
   waiter_node** rest_tail = &rest;
   for (waiter_node* node = list; node;) {
@@ -71,12 +73,14 @@ void wake_each(Waiter* list, task_segment* waker) noexcept {
       continue;
     }
     w.next = w.prev = nullptr;
+    settle(w);
     w.wake(waker);
   }
   *rest_tail = nullptr;
   for (waiter_node* node = rest; node;) {
     auto& w = static_cast<Waiter&>(*std::exchange(node, node->next));
     w.next = w.prev = nullptr;
+    settle(w);
     w.wake(waker);
   }
 }
@@ -85,8 +89,7 @@ void wake_each(Waiter* list, task_segment* waker) noexcept {
 // (Taken out with take_front / take_all, which claim them.)
 template <class Waiter>
 void wake_all(Waiter* list, boost::system::error_code error, task_segment* waker) noexcept {
-  for (waiter_node* node = list; node; node = node->next) static_cast<Waiter*>(node)->error = error;
-  wake_each(list, waker);
+  wake_each(list, waker, [error](Waiter& w) noexcept { w.error = error; });
 }
 
 // Installed in a waiting operation's cancellation slot. It holds the primitive's shared state, not
