@@ -71,6 +71,36 @@ BOOST_AUTO_TEST_CASE(a_spawned_lambda_keeps_its_captures_alive) {
   BOOST_TEST(get_within(j) == "captured still alive");
 }
 
+// ... until the task ends, as asio::co_spawn's: a job handle kept afterwards does not keep them (a
+// captured subscriber would hold back a broadcast channel's senders, a captured guard its lock).
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_spawned_lambdas_captures_go_when_its_task_ends_not_with_its_job, Place, every_place) {
+  Place place;
+  auto captured = std::make_shared<int>(7);
+  const std::weak_ptr<int> watch = captured;
+  auto j = coral::spawn(place.get_executor(), [captured = std::move(captured)]() -> coral::task<int> {
+    co_await coral::yield();
+    co_return *captured;
+  });
+  BOOST_TEST(get_within(j) == 7);
+  BOOST_TEST(watch.expired(), "the job handle kept the lambda's captures");
+  BOOST_TEST(j.done());
+}
+
+BOOST_AUTO_TEST_CASE(a_spawned_lambdas_captures_go_with_its_task_when_its_context_is_destroyed) {
+  coral::job<> j;
+  std::weak_ptr<int> watch;
+  {
+    asio::io_context ctx(1);
+    auto captured = std::make_shared<int>(7);
+    watch = captured;
+    j = coral::spawn(ctx, [captured = std::move(captured)]() -> coral::task<> { co_await std::chrono::hours(1); });
+    ctx.poll();
+    BOOST_TEST(!watch.expired());
+  }
+  BOOST_TEST(watch.expired(), "the job handle kept the lambda's captures");
+  BOOST_TEST(failure_of(j) == asio::error::operation_aborted);
+}
+
 BOOST_AUTO_TEST_CASE(completion_tokens_receive_the_outcome) {
   coral::event_loop loop;
   auto ex = loop.get_executor();

@@ -13,7 +13,7 @@ namespace coral {
 // Starts `source` (a task, or a callable returning one) on `executor` (an executor or an
 // execution context) and returns its job. A task with a bound executor type runs on that type's
 // executor whatever `executor` is. A callable is kept alive until its task ends, so a lambda's
-// captures stay valid for the whole task.
+// captures stay valid for the whole task, and is destroyed then (not with the job).
 // (Every overload's last parameter, `where`, is left to its default: the place of the call, which
 // coral::dump_tasks shows as where the task was spawned.)
 template <class Executor, detail::task_source Source>

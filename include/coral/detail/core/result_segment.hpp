@@ -352,16 +352,19 @@ counted_ref<result_segment<T>, job_handle_references> adopt_as_handle(result_seg
 }
 
 // A job whose task comes from a callable (typically a capturing lambda): the callable lives here,
-// so its captures outlive the task's frame.
+// so its captures outlive the task's frame, and goes when the task ends (as asio::co_spawn's), not
+// with the last job handle: what it captured (a subscriber, a lock, a socket) is let go of then.
 template <class T, class F>
 class factory_root_segment final : public result_segment<T> {
  public:
   factory_root_segment(placement&& where, F factory)
-      : result_segment<T>(std::move(where)), factory_(std::move(factory)) {}
-  CORAL_CORO_CONSUMING_WRAPPER auto make_task() { return factory_(); }
+      : result_segment<T>(std::move(where)), factory_(std::in_place, std::move(factory)) {}
+  CORAL_CORO_CONSUMING_WRAPPER auto make_task() { return (*factory_)(); }
 
  private:
-  F factory_;
+  void on_end() noexcept override { factory_.reset(); }
+
+  std::optional<F> factory_;
 };
 
 }  // namespace coral::detail
