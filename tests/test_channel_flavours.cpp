@@ -483,6 +483,165 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_receive_whose_copy_or_move_throws_leaves_t
   BOOST_TEST(lifetime::alive == 0);
 }
 
+int value_of(int v) {
+  return v;
+}
+int value_of(const brittle_copy& v) {
+  return v.value;
+}
+
+// A race that won a value (`race(sub)`, a task on an io_context yielding what it received), in a
+// task whose context is destroyed after any number of its handlers ran (the value was handed to
+// the waiting race, which wins; the losing branch is being cancelled; the task resumes): the task
+// got the value, or the subscriber's next receive gets it.
+template <class T, class Race>
+void check_a_won_race_survives_the_end_of_its_context(const char* form, Race race) {
+  for (int steps = 0;; ++steps) {
+    BOOST_TEST_REQUIRE(steps < 100, "the race never ends");
+    BOOST_TEST_CONTEXT(form << ", the context destroyed after " << steps << " of its handlers ran") {
+      coral::broadcast_channel<T> b(2);
+      auto sub = b.subscribe();
+      std::optional<int> received;
+      bool ended = false;
+      {
+        asio::io_context ctx(1);
+        coral::spawn(ctx, [&]() -> coral::task<> { received = co_await race(sub); });
+        ctx.poll();  // the race waits
+        BOOST_TEST_REQUIRE(b.try_send(T(7)));
+        for (int i = 0; i < steps && ctx.poll_one() == 1;) ++i;
+        ended = received.has_value();  // (more steps would change nothing)
+      }
+      if (received) {
+        BOOST_TEST(*received == 7);
+      } else {
+        auto again = sub.try_receive();
+        BOOST_TEST_REQUIRE(again.has_value(), "the value was lost for the subscriber");
+        BOOST_TEST(value_of(*again) == 7);
+      }
+      BOOST_TEST(!sub.try_receive().has_value());
+      BOOST_TEST(lifetime::alive == 0);
+      if (ended) return;
+    }
+  }
+}
+
+template <class T>
+void check_won_races_survive_the_end_of_their_context() {
+  using subscriber = coral::broadcast_subscriber<T>;
+  using std::chrono::hours;
+  check_a_won_race_survives_the_end_of_its_context<T>("when_any(sub.receive(), d)",
+                                                      [](subscriber& sub) -> coral::task<int> {
+                                                        auto won = co_await coral::when_any(sub.receive(), hours(1));
+                                                        co_return value_of(std::get<0>(won));
+                                                      });
+  check_a_won_race_survives_the_end_of_its_context<T>("sub.receive() || d", [](subscriber& sub) -> coral::task<int> {
+    auto won = co_await (sub.receive() || hours(1));
+    co_return value_of(std::get<0>(won));
+  });
+  check_a_won_race_survives_the_end_of_its_context<T>("when_any(sub.next(), d)",
+                                                      [](subscriber& sub) -> coral::task<int> {
+                                                        auto won = co_await coral::when_any(sub.next(), hours(1));
+                                                        co_return value_of(*std::get<0>(won));
+                                                      });
+  coral::semaphore none(0);
+  check_a_won_race_survives_the_end_of_its_context<T>(
+      "when_any(sub.receive(), s.acquire())", [&](subscriber& sub) -> coral::task<int> {
+        auto won = co_await coral::when_any(sub.receive(), none.acquire());
+        co_return value_of(std::get<0>(won));
+      });
+  check_a_won_race_survives_the_end_of_its_context<T>(
+      "with_timeout(d, sub.receive())", [](subscriber& sub) -> coral::task<int> {
+        co_return value_of(co_await coral::with_timeout(hours(1), sub.receive()));
+      });
+  check_a_won_race_survives_the_end_of_its_context<T>(
+      "when_any(when_any(sub.receive(), d), d)", [](subscriber& sub) -> coral::task<int> {
+        auto won = co_await coral::when_any(coral::when_any(sub.receive(), hours(1)), hours(2));
+        co_return value_of(std::get<0>(std::get<0>(won)));
+      });
+}
+
+// docs/broadcast_channel.md: a value handed to a waiting receive whose task is destroyed before it
+// resumes goes back to the subscriber; also when the receive was raced and won, whatever T is.
+BOOST_AUTO_TEST_CASE(a_raced_receive_that_won_leaves_the_value_to_the_subscriber_if_its_task_dies_before_it_resumes) {
+  check_won_races_survive_the_end_of_their_context<int>();
+  check_won_races_survive_the_end_of_their_context<brittle_copy>();
+}
+
+// Invariant 7 inside when_all: the values its receives took stay the subscribers' (or the
+// channels', for a T whose move may throw) until the whole tuple is made. If the join fails (a
+// sibling failed, or a copy or move of T on the receiving side threw, at any of the n-th
+// constructions), each subscriber's or channel's next receive gets its value; if it succeeds, the
+// task has each value once.
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_when_all_of_receives_that_fails_leaves_each_value_where_it_was, Place, every_place) {
+  Place place;
+  auto ex = place.get_executor();
+  using std::chrono::milliseconds;
+  const char* forms[] = {"when_all(sa.receive(), sb.receive())",
+                         "when_all(sa.next(), sb.receive())",
+                         "when_all(sa.receive(), a failing task)",
+                         "when_all(ca.receive(), cb.next()) of channels",
+                         "when_all(ca.receive(), a failing task) of a channel",
+                         "when_all(when_any(sa.receive(), d), a failing task)"};
+  for (int form = 0; form < 6; ++form) {
+    for (int failing = 0; failing <= 8; ++failing) {
+      BOOST_TEST_CONTEXT(forms[form] << ", the receiving side's T number " << failing << " fails (0: none)") {
+        coral::broadcast_channel<brittle_copy> b(2);
+        auto sa = b.subscribe();
+        auto sb = b.subscribe();
+        coral::channel<brittle_copy> ca(1), cb(1);
+        BOOST_TEST_REQUIRE(b.try_send(brittle_copy(7)));
+        BOOST_TEST_REQUIRE(ca.try_send(brittle_copy(8)));
+        BOOST_TEST_REQUIRE(cb.try_send(brittle_copy(9)));
+        brittle_copy::made_until_failure = failing;
+        std::vector<int> got;
+        std::exception_ptr failure;
+        try {
+          got = get_within(coral::spawn(ex, [&]() -> coral::task<std::vector<int>> {
+            if (form == 0) {
+              auto [x, y] = co_await coral::when_all(sa.receive(), sb.receive());
+              co_return std::vector<int>{x.value, y.value};
+            } else if (form == 1) {
+              auto [x, y] = co_await coral::when_all(sa.next(), sb.receive());
+              co_return std::vector<int>{x->value, y.value};
+            } else if (form == 2) {
+              co_await coral::when_all(sa.receive(), fail_after(milliseconds(1), "sibling"));
+            } else if (form == 3) {
+              auto [x, y] = co_await coral::when_all(ca.receive(), cb.next());
+              co_return std::vector<int>{x.value, y->value};
+            } else if (form == 4) {
+              co_await coral::when_all(ca.receive(), fail_after(milliseconds(1), "sibling"));
+            } else {
+              co_await coral::when_all(coral::when_any(sa.receive(), std::chrono::hours(1)),
+                                       fail_after(milliseconds(1), "sibling"));
+            }
+            co_return std::vector<int>{};
+          }));
+        } catch (...) {
+          failure = std::current_exception();
+        }
+        brittle_copy::made_until_failure = 0;
+        const bool joined = !got.empty();
+        BOOST_TEST(joined != bool(failure));
+        if (joined)
+          BOOST_TEST(got == (form < 3 ? std::vector<int>{7, 7} : std::vector<int>{8, 9}),
+                     boost::test_tools::per_element());
+        // Each source still has its value once, unless the join took it.
+        auto check_left = [&](auto& source, const char* name, int value, bool taken) {
+          BOOST_TEST_CONTEXT(name) {
+            if (!taken) BOOST_TEST(source.try_receive().value_or(brittle_copy(-1)).value == value, "the value is gone");
+            BOOST_TEST(!source.try_receive().has_value(), "the value is there twice");
+          }
+        };
+        check_left(sa, "sa", 7, joined && form < 2);
+        check_left(sb, "sb", 7, joined && form < 2);
+        check_left(ca, "ca", 8, joined && form == 3);
+        check_left(cb, "cb", 9, joined && form == 3);
+        BOOST_TEST(lifetime::alive == 0);
+      }
+    }
+  }
+}
+
 // tokio's broadcast test, on every executor kind: several senders, several subscribers, a buffer
 // small enough that senders wait for the slowest; each subscriber saw every value of every
 // sender, each sender's in order, and nothing twice.

@@ -75,12 +75,15 @@ class broadcast_next_awaiter;
 //   operation fails with boost::system::system_error(operation_aborted); a cancelled send sent
 //   nothing and a cancelled receive took nothing. A task already cancelled fails at once.
 // - If the execution context of a waiting task shuts down, the wait is abandoned and the task's
-//   frames are destroyed with the context; a later send or close() does not touch it.
+//   frames are destroyed with the context; a later send or close() does not touch it. A value
+//   already handed to the task (also to a race it won) goes back to the subscriber.
 // - No code of T runs under the channel's lock, so T's constructors and destructor may use the
 //   channel. If the copy (or move) for a subscriber throws, that subscriber's receive fails with
-//   the exception and took nothing: its next receive gets the value again. A raced receive too:
-//   the race passes the value on uncopied, and the copy is made into what the task gets. If moving the value
-//   into the channel throws, send() (or try_send()) throws it, having sent nothing.
+//   the exception and took nothing: its next receive gets the value again. A receive in a join
+//   too: the join passes the value on uncopied, and the copy is made into what the task gets (a
+//   when_all's copies stay provisional until its whole tuple is made; a value a join drops goes
+//   back). If moving the value into the channel throws, send() (or try_send()) throws it, having
+//   sent nothing.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe for broadcast_channel (every member
 // may be called from any thread, concurrently); a broadcast_subscriber is one reader's, used by one

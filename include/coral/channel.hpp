@@ -98,10 +98,14 @@ inline constexpr conflated_t conflated{};
 //   value had left the channel, and no move after that could safely put it back.) A job reads
 //   its result in place: it takes the value out of its box (the one move) when its task ends,
 //   and fails with the exception if that move throws; get_result() then moves the job's value as
-//   it moves any job's. The limit: when_all takes each value out of its box (its one move, which
-//   gives it back if it throws), then moves it into its tuple, and a throw there destroys it (a
-//   tuple is built whole or not at all: with several values, those already in it would be
-//   destroyed with it anyway).
+//   it moves any job's. when_all copies each value out of its box, and the boxes stay the
+//   channels' until its whole tuple is made: if any copy or move of it throws, every value goes
+//   back (a T that cannot be copied is moved out, and is lost if a later part of the tuple
+//   throws). A boxed value a join drops (a when_all whose sibling failed) or that never reaches
+//   its task (the task's context shut down after the race was won) goes back too. The limit:
+//   `a && b` moves its tuple on (into its own task's result, then to the awaiting task), and a
+//   move that throws there destroys the values. An unboxed value (a T whose move cannot throw)
+//   that a join drops, or whose task dies before it resumes, is destroyed.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.

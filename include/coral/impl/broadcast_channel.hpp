@@ -607,12 +607,13 @@ class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive
     return this->state_->copy_for(*this->cursor, std::move(this->received), make);
   }
 
-  // For a T whose move may throw, a join passes the value received on as a loan of it (see loan),
-  // until the receiving task makes its own T, with the one copy (or move) a plain receive makes.
-  // Each move of T after that could throw and destroy the subscriber's T with the exception, and
-  // a join moves a result several times; if the copy itself throws, the value goes back to the
-  // subscriber, as after a plain receive. A T whose move cannot throw is copied at once.
-  static constexpr bool lends = loanable_v<T>;
+  // A join passes the value received on as a loan of it (see loan), until the receiving task makes
+  // its own T, with the one copy (or move) a plain receive makes. Each move of T after that could
+  // throw and destroy the subscriber's T with the exception, and a join moves a result several
+  // times; if the copy itself throws, the value goes back to the subscriber, as after a plain
+  // receive. So does a value the join drops (a when_all whose sibling failed), or one whose
+  // receiving task is destroyed before it takes it (its context shut down after the race was won).
+  static constexpr bool lends = true;
 
   // The value received, lent to the receiving task.
   std::unique_ptr<loaned_base> lend() {

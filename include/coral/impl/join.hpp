@@ -44,6 +44,9 @@ decltype(auto) hand_over_to_join(task_result<T>& result, Make&& make, held_share
   }
 }
 
+// A member's value for a join that makes a whole of several (a tuple): a value lent to the member
+// (see loan) is taken provisionally, and confirmed once the whole is made (confirm_taken), else
+// it goes back.
 template <class T>
 join_value_t<T> take_join_value(task_result<T>& result, held_shares* into = nullptr) {
   if constexpr (held_for_task<T>) {
@@ -57,7 +60,7 @@ join_value_t<T> take_join_value(task_result<T>& result, held_shares* into = null
     result.take_or_rethrow();
     return {};
   } else {
-    return result.take_or_rethrow();
+    return result.take_provisionally();
   }
 }
 
@@ -66,7 +69,7 @@ join_value_t<T> take_join_value(task_result<T>& result, held_shares* into = null
 // is rethrown.
 template <class W, std::size_t I, class T>
 void pass_on_within(task_result<T>& from, task_result<W>& to) {
-  if constexpr (loanable_v<T>) {
+  if constexpr (lendable_v<T>) {
     if (from.has_loan()) return to.set_loan(from.take_loan().template within<W, I>());
   }
   hand_over_to_join(from, [&](auto&&... a) { to.set_value(std::in_place_index<I>, std::forward<decltype(a)>(a)...); });
@@ -75,7 +78,7 @@ void pass_on_within(task_result<T>& from, task_result<W>& to) {
 // As pass_on_within, where it is the same type.
 template <class T>
 void pass_on(task_result<T>& from, task_result<T>& to) {
-  if constexpr (loanable_v<T>) {
+  if constexpr (lendable_v<T>) {
     if (from.has_loan()) return to.set_loan(from.take_loan());
   }
   from.take_or_rethrow_with([&](auto&&... a) { to.set_value(std::forward<decltype(a)>(a)...); });
@@ -84,7 +87,7 @@ void pass_on(task_result<T>& from, task_result<T>& to) {
 // As pass_on_within, for a variant V whose alternatives are the first ones of the variant W.
 template <class W, class V>
 void pass_on_widened(task_result<V>& from, task_result<W>& to) {
-  if constexpr (loanable_v<V>) {
+  if constexpr (lendable_v<V>) {
     if (from.has_loan()) return to.set_loan(from.take_loan().template widened<W>());
   }
   if (!from.has_value()) from.take_or_rethrow();  // rethrows
@@ -176,7 +179,11 @@ struct suspend_only {
 
 template <class R, class A>
 task<R> await_in_task(A awaitable) {
-  if constexpr (requires { typename A::coral_join_result; }) {
+  if constexpr (requires(task_result<R> & result) { awaitable.resume_into(result); }) {
+    // (A race: its winner's value straight into this task's result, lent or moved once.)
+    co_await suspend_only<A>{awaitable};
+    co_return result_writer{[&](task_result<R>& result) { awaitable.resume_into(result); }};
+  } else if constexpr (requires { typename A::coral_join_result; }) {
     // (A join: what its branches took for the task stays with the result.)
     co_await suspend_only<A>{awaitable};
     co_return awaitable.coral_join_resume();

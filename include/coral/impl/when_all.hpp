@@ -14,7 +14,8 @@ namespace coral {
 namespace detail {
 
 // (What the children took becomes the task's once the whole value is made, or not at all; as a
-// branch of another join, it stays with the result: see held_for_task.)
+// branch of another join, it stays with the result: see held_for_task. So does a received value:
+// it stays lent until the whole value is made, and goes back to its channel if that throws.)
 template <class... Tasks>
 class when_all_awaiter final
     : public tuple_join_awaiter<join_kind::first_failure, Tasks...>,
@@ -33,6 +34,7 @@ class when_all_awaiter final
   value_type make_value(held_shares* into, std::index_sequence<I...> indices) {
     if (auto failed = this->decided_branch(); failed >= 0)
       this->rethrow_if_failed(static_cast<std::size_t>(failed), indices);
+    once_made confirm{[this] { (this->template result<I>().confirm_taken(), ...); }};
     return {take_join_value(this->template result<I>(), into)...};
   }
 };
@@ -51,6 +53,9 @@ class when_all_vector_awaiter final
   value_type make_value(held_shares* into) {
     if (auto failed = this->decided_branch(); failed >= 0)
       this->result(static_cast<std::size_t>(failed)).take_or_rethrow();
+    once_made confirm{[this] {
+      for (std::size_t i = 0; i < this->size(); ++i) this->result(i).confirm_taken();
+    }};
     value_type values;
     values.reserve(this->size());
     for (std::size_t i = 0; i < this->size(); ++i) values.push_back(take_join_value(this->result(i), into));

@@ -45,6 +45,14 @@ R race_join_result(Race& race) {
   return holding_if_held<R>([&](held_shares* into) { return race_value<V>(race, into); });
 }
 
+// The winner's outcome straight into the result `to` of the task that awaits the race as a join's
+// argument, as the variant V: a received value on loan as it is (see loan), so that it goes back
+// to its channel if the join around drops it or the task dies before it takes it.
+template <class V, class Race>
+void race_pass_on(Race& race, task_result<V>& to) {
+  race.outcome([&](auto won, auto& outcome) { pass_on_within<V, decltype(won)::value>(outcome, to); });
+}
+
 template <class... Tasks>
 class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, Tasks...> {
   using base = tuple_join_awaiter<join_kind::first_end, Tasks...>;
@@ -58,6 +66,9 @@ class when_any_awaiter final : public tuple_join_awaiter<join_kind::first_end, T
 
   result_type await_resume() { return race_value<result_type>(*this, nullptr); }
   coral_join_result coral_join_resume() { return race_join_result<coral_join_result, result_type>(*this); }
+  void resume_into(task_result<result_type>& to) requires std::same_as<coral_join_result, result_type> {
+    race_pass_on(*this, to);
+  }
 
   // Instead of await_resume(): f(std::integral_constant<std::size_t, I>{}, result) for the winner I
   // and its member's result (for a task built on the join, which passes it on: any_of).
@@ -199,6 +210,9 @@ class select_awaiter {
   }
 
   coral_join_result coral_join_resume() { return race_join_result<coral_join_result, result_type>(*this); }
+  void resume_into(task_result<result_type>& to) requires std::same_as<coral_join_result, result_type> {
+    race_pass_on(*this, to);
+  }
 
   // As when_any_awaiter::outcome. An operation that completed at once makes its result here.
   template <class F>

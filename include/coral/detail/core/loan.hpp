@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -34,12 +35,26 @@ inline constexpr bool is_optional_v = false;
 template <class T>
 inline constexpr bool is_optional_v<std::optional<T>> = true;
 
+// Runs `done` as its scope ends, unless an exception ends it: once a returned value is made (a
+// prvalue is built in its caller's place before the callee's locals go).
+template <class Done>
+struct once_made {
+  Done done;
+  int exceptions_before = std::uncaught_exceptions();
+  ~once_made() {
+    if (std::uncaught_exceptions() == exceptions_before) done();
+  }
+};
+template <class Done>
+once_made(Done) -> once_made<Done>;
+
 // A value its owner (a channel) has lent to a receiver, in a box of its own. Whoever holds the box
 // may pass it on (moving the box moves no value) until the receiver takes the value, by one move
 // (or one copy, of a value others share). If that throws, the value is still whole and goes back
-// to its owner (give_back) instead of being destroyed with the exception: so a raced receive loses
-// nothing, however many results and tasks the value passes through before it reaches the
-// receiving task (see loan).
+// to its owner (give_back) instead of being destroyed with the exception; so does a value nobody
+// took (a join dropped it, or the receiving task's context shut down before the task resumed). So
+// a raced receive loses nothing, however many results and tasks the value passes through before
+// it reaches the receiving task (see loan).
 class loaned_base {
  public:
   virtual ~loaned_base() = default;
@@ -79,11 +94,15 @@ class loaned_value : public loaned<T> {
   T value_;
 };
 
-// Whether a result of type T may hold a loan instead of its value: one whose move may throw (a move
-// that cannot throw loses nothing).
+// Whether a result of type T may hold a loan instead of its value (an object type).
 template <class T>
-inline constexpr bool loanable_v =
-    !std::is_void_v<T> && !std::is_reference_v<T> && !std::is_nothrow_move_constructible_v<T>;
+inline constexpr bool lendable_v = std::is_object_v<T>;
+
+// Whether a channel lends a raced receive's value of type T: one whose move may throw (a value
+// moved into the branch's result by a move that cannot throw is only lost if the receiving task
+// dies before it takes it).
+template <class T>
+inline constexpr bool loanable_v = lendable_v<T> && !std::is_nothrow_move_constructible_v<T>;
 
 // How deeply the std::variants and std::optionals of X nest (the longest path a loan of X may need).
 template <class X>
@@ -110,7 +129,16 @@ class loan {
     return l;
   }
   loan(loan&&) noexcept = default;
-  loan& operator=(loan&&) noexcept = default;
+  loan& operator=(loan&&) = delete;
+  // A value nobody took goes back to its owner. (Only a failed allocation loses it there: it is
+  // then destroyed, as nothing could hold it.)
+  ~loan() {
+    if (!box_) return;
+    try {
+      loaned_base::give_back(std::move(box_));
+    } catch (...) {
+    }
+  }
 
   // The same loan, for a std::variant W whose alternative I is R.
   template <class W, std::size_t I>
@@ -137,28 +165,50 @@ class loan {
   // (std::in_place_index<I>, v), (std::in_place_index<I>, std::in_place_index<J>, v), ...,
   // (std::in_place, v) for an optional, where v is the value as an rvalue. Constructing from them
   // is the one move of the value. If it throws, the value goes back to its owner, and the exception
-  // propagates; the loan is then empty. Otherwise the loan keeps the moved-from value (destroyed
-  // with it).
+  // propagates. Either way the loan is empty afterwards (what make built holds the value).
   template <class Make>
   decltype(auto) take_with(Make make) {
-    assert(box_);
-    try {
-      return build<R>(0, make);
-    } catch (...) {
-      loaned_base::give_back(std::move(box_));
-      throw;
-    }
+    return take_as(make, false);
   }
+
+  // As take_with, but the value stays lent, and goes back to its owner with the loan, until
+  // confirm(): for a receiver that makes other things after it, any of which may throw (a
+  // when_all's tuple). So the value is copied; an R that cannot be copied is moved, and is then
+  // taken at once.
+  template <class Make>
+  decltype(auto) take_provisionally(Make make) {
+    return take_as(make, true);
+  }
+
+  // What take_provisionally made is the receiver's: the owner's value goes.
+  void confirm() noexcept { box_.reset(); }
+
+  explicit operator bool() const noexcept { return box_ != nullptr; }
 
  private:
   template <class>
   friend class loan;
 
   static constexpr std::uint8_t optional_value = 0xff;
-  static constexpr std::uint8_t max_depth = 15;
+  static constexpr std::uint8_t max_depth = 6;  // (a loan is as small as a task's exception)
+
+  template <class Make>
+  decltype(auto) take_as(Make& make, bool provisionally) {
+    assert(box_);
+    try {
+      const bool keep = provisionally && copyable();
+      once_made release{[&] {
+        if (!keep) box_.reset();
+      }};
+      return build<R>(0, make, provisionally);
+    } catch (...) {
+      loaned_base::give_back(std::move(box_));
+      throw;
+    }
+  }
 
   template <class X, class Make>
-  decltype(auto) build(std::uint8_t level, Make& make) {
+  decltype(auto) build(std::uint8_t level, Make& make, bool copy) {
     if constexpr (is_variant_v<X>) {
       static_assert(std::variant_size_v<X> < optional_value);
       if (level < depth_ && path_[level] != optional_value) {
@@ -167,28 +217,44 @@ class loan {
           auto in_alternative = [&](auto&&... a) -> decltype(auto) {
             return make(std::in_place_index<I>, std::forward<decltype(a)>(a)...);
           };
-          return build<std::variant_alternative_t<I, X>>(static_cast<std::uint8_t>(level + 1), in_alternative);
+          return build<std::variant_alternative_t<I, X>>(static_cast<std::uint8_t>(level + 1), in_alternative, copy);
         });
       }
     } else if constexpr (is_optional_v<X>) {
       if (level < depth_) {
         assert(path_[level] == optional_value);
         return make_from_box<typename X::value_type>(
-            [&](auto&& v) -> decltype(auto) { return make(std::in_place, std::forward<decltype(v)>(v)); });
+            copy, [&](auto&& v) -> decltype(auto) { return make(std::in_place, std::forward<decltype(v)>(v)); });
       }
     }
     assert(level == depth_);
-    return make_from_box<X>(make);
+    return make_from_box<X>(copy, make);
   }
 
-  // make(v), with the box's value as an rvalue, or as a const lvalue if it is shared (copied).
+  // make(v), with the box's value as an rvalue, or as a const lvalue if it is shared or `copy`.
   template <class V, class Make>
-  decltype(auto) make_from_box(Make&& make) {
+  decltype(auto) make_from_box(bool copy, Make&& make) {
     auto& box = static_cast<loaned<V>&>(*box_);
     if constexpr (std::is_copy_constructible_v<V>) {
-      if (box.shared()) return make(static_cast<const V&>(box.value()));
+      if (copy || box.shared()) return make(static_cast<const V&>(box.value()));
     }
     return make(std::move(box.value()));
+  }
+
+  // Whether the value the path leads to can be copied.
+  bool copyable() const noexcept { return copyable_at<R>(0); }
+  template <class X>
+  bool copyable_at(std::uint8_t level) const noexcept {
+    if constexpr (is_variant_v<X>) {
+      if (level < depth_ && path_[level] != optional_value) {
+        return with_index<std::variant_size_v<X>>(path_[level], [&](auto i) {
+          return copyable_at<std::variant_alternative_t<decltype(i)::value, X>>(static_cast<std::uint8_t>(level + 1));
+        });
+      }
+    } else if constexpr (is_optional_v<X>) {
+      if (level < depth_) return std::is_copy_constructible_v<typename X::value_type>;
+    }
+    return std::is_copy_constructible_v<X>;
   }
 
   std::unique_ptr<loaned_base> box_;

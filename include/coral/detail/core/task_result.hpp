@@ -24,15 +24,15 @@ struct task_failure {
 #endif
 };
 
-// The outcome of a task: nothing yet, a value (T may be a reference or void), an exception, or, for
-// a T whose move may throw, a loan of the value (a raced receive's, which the joins pass on to
-// the receiving task without moving it: see loan).
+// The outcome of a task: nothing yet, a value (T may be a reference or void), an exception, or a
+// loan of the value (a raced receive's, which the joins pass on to the receiving task without
+// moving it, and which goes back to its channel if the result is destroyed with it: see loan).
 template <class T>
 class task_result {
   using stored = std::conditional_t<std::is_void_v<T>, std::monostate,
                                     std::conditional_t<std::is_reference_v<T>, std::add_pointer_t<T>, T>>;
   struct no_loan {};
-  using lent = std::conditional_t<loanable_v<T>, loan<T>, no_loan>;
+  using lent = std::conditional_t<lendable_v<T>, loan<T>, no_loan>;
 
  public:
   template <class... U>
@@ -53,7 +53,7 @@ class task_result {
     }
   }
   void set_exception(std::exception_ptr e) noexcept { state_.template emplace<2>(std::move(e)); }
-  void set_loan(loan<T>&& l) noexcept requires loanable_v<T> {
+  void set_loan(loan<T>&& l) noexcept requires lendable_v<T> {
     assert(state_.index() == 0);
     std::construct_at(&state_, std::in_place_index<3>, std::move(l));
   }
@@ -65,7 +65,7 @@ class task_result {
   std::exception_ptr& exception_ref() noexcept { return std::get_if<2>(&state_)->exception; }
 
   // The loan, moved out: the result is empty again.
-  loan<T> take_loan() noexcept requires loanable_v<T> {
+  loan<T> take_loan() noexcept requires lendable_v<T> {
     loan<T> l = std::move(*std::get_if<3>(&state_));
     state_.template emplace<0>();
     return l;
@@ -73,12 +73,13 @@ class task_result {
 
   // Moves the value out, or rethrows the exception. A loan's value is taken with its one move.
   T take() {
-    if constexpr (loanable_v<T>) {
-      if (has_loan()) return take_loan().take_with([](auto&&... a) { return T(std::forward<decltype(a)>(a)...); });
-    }
     auto* value = std::get_if<1>(&state_);
-    if (!value) [[unlikely]]
+    if (!value) [[unlikely]] {
+      if constexpr (lendable_v<T>) {
+        if (has_loan()) return take_loan().take_with([](auto&&... a) { return T(std::forward<decltype(a)>(a)...); });
+      }
       rethrow_if_exception();
+    }
     if constexpr (std::is_void_v<T>) {
       return;
     } else if constexpr (std::is_reference_v<T>) {
@@ -102,11 +103,12 @@ class task_result {
   // whatever holds the value (a variant, a pair) with the value's one move. Returns what make does.
   template <class Make>
   decltype(auto) take_or_rethrow_with(Make make) {
-    if constexpr (loanable_v<T>) {
-      if (has_loan()) return take_loan().take_with(std::move(make));
-    }
-    if (state_.index() != 1) [[unlikely]]
+    if (state_.index() != 1) [[unlikely]] {
+      if constexpr (lendable_v<T>) {
+        if (has_loan()) return take_loan().take_with(std::move(make));
+      }
       rethrow_failure();
+    }
     auto* value = std::get_if<1>(&state_);
     if constexpr (std::is_void_v<T>) {
       return make();
@@ -117,11 +119,26 @@ class task_result {
     }
   }
 
+  // As take_or_rethrow(), but a loan's value stays lent (and goes back with the result) until
+  // confirm_taken(): see loan::take_provisionally.
+  T take_provisionally() {
+    if constexpr (lendable_v<T>) {
+      if (auto* l = std::get_if<3>(&state_)) [[unlikely]]
+        return l->take_provisionally([](auto&&... a) { return T(std::forward<decltype(a)>(a)...); });
+    }
+    return take_or_rethrow();
+  }
+  void confirm_taken() noexcept {
+    if constexpr (lendable_v<T>) {
+      if (auto* l = std::get_if<3>(&state_)) l->confirm();
+    }
+  }
+
   // Makes a loan an ordinary value, for a result that is read in place (a job's): the value's one
   // move is made here. If it throws, the value goes back to its owner and the result is that
   // exception.
   void settle() noexcept {
-    if constexpr (loanable_v<T>) {
+    if constexpr (lendable_v<T>) {
       if (!has_loan()) return;
       loan<T> l = take_loan();
       try {
