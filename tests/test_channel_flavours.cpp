@@ -443,6 +443,13 @@ void check_a_raced_broadcast_receive_loses_nothing(const char* form, Race race) 
   }
 }
 
+int value_of(int v) {
+  return v;
+}
+int value_of(const brittle_copy& v) {
+  return v.value;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(broadcast_channel)
@@ -481,13 +488,6 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_receive_whose_copy_or_move_throws_leaves_t
         co_return std::get<0>(won).value;
       });
   BOOST_TEST(lifetime::alive == 0);
-}
-
-int value_of(int v) {
-  return v;
-}
-int value_of(const brittle_copy& v) {
-  return v.value;
 }
 
 // A race that won a value (`race(sub)`, a task on an io_context yielding what it received), in a
@@ -1251,6 +1251,48 @@ BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
   BOOST_TEST(b.try_send(1));
   ctx.run();
   BOOST_TEST(get_within(std::move(j)));  // a moved-from subscriber is unsubscribed
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(channel_shutdown)
+
+// A value handed to a waiting receive whose task is destroyed before it resumes (its context shut
+// down) goes back to the channel, first in line: the next receive gets it, before what was sent
+// after it. For a T moved as it is and for one that travels boxed, by each form of receive.
+template <class T>
+void check_a_value_handed_to_a_dead_receive_goes_back() {
+  for (int form = 0; form < (std::is_move_assignable_v<T> ? 3 : 2); ++form) {
+    BOOST_TEST_CONTEXT((form == 0 ? "ch.receive()" : form == 1 ? "ch.next()" : "ch >> x")) {
+      coral::channel<T> ch(2);
+      {
+        asio::io_context ctx(1);
+        coral::spawn(ctx, [&]() -> coral::task<int> {
+          if (form == 0) co_return value_of(co_await ch.receive());
+          if (form == 1) co_return value_of(*co_await ch.next());
+          if constexpr (std::is_move_assignable_v<T>) {
+            T x(0);
+            co_await (ch >> x);
+            co_return value_of(x);
+          } else {
+            co_return -1;
+          }
+        });
+        ctx.poll();                     // the receive waits
+        BOOST_TEST(ch.try_send(T(1)));  // handed to it; its resumption is queued on ctx
+        BOOST_TEST(ch.try_send(T(2)));  // buffered
+      }                                 // ctx goes before the task resumes
+      BOOST_TEST(value_of(ch.try_receive().value_or(T(-1))) == 1);
+      BOOST_TEST(value_of(ch.try_receive().value_or(T(-1))) == 2);
+      BOOST_TEST(!ch.try_receive().has_value());
+    }
+  }
+  BOOST_TEST(lifetime::alive == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_value_handed_to_a_receive_whose_task_is_gone_goes_back_to_the_channel) {
+  check_a_value_handed_to_a_dead_receive_goes_back<int>();
+  check_a_value_handed_to_a_dead_receive_goes_back<brittle_copy>();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -105,7 +105,9 @@ inline constexpr conflated_t conflated{};
 //   its task (the task's context shut down after the race was won) goes back too. The limit:
 //   `a && b` moves its tuple on (into its own task's result, then to the awaiting task), and a
 //   move that throws there destroys the values. An unboxed value (a T whose move cannot throw)
-//   that a join drops, or whose task dies before it resumes, is destroyed.
+//   that a join drops, or whose task dies after the race was won and before it resumed, is
+//   destroyed. A value handed to a waiting receive whose task is destroyed before it resumed (its
+//   context shut down) goes back to the channel, first in line.
 //
 // Thread safety: distinct objects: safe. Shared objects: safe (every member may be called from
 // any thread, concurrently), except assignment.

@@ -111,13 +111,29 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
     return received_ ? &*received_ : nullptr;
   }
 
+  // (The item is spent afterwards: delivered, or given back.)
   template <class Receiver>
   decltype(auto) deliver(channel_item<T>& item, Receiver to_receiver) {
+    spent_when_done spent{received_};
     return this->state_->deliver(item, std::move(to_receiver));
   }
 
   // The box of `item`, lent to the receiving task (see loan).
-  std::unique_ptr<loaned_base> lend(channel_item<T>& item) noexcept { return item.lend(this->state_); }
+  std::unique_ptr<loaned_base> lend(channel_item<T>& item) noexcept {
+    spent_when_done spent{received_};
+    return item.lend(this->state_);
+  }
+
+  ~channel_receive_base() {
+    // (Handed a value, but the task was destroyed before it resumed: its context shut down. Only a
+    // failed allocation loses the value here: there is no room for it in the buffer.)
+    if (received_) {
+      try {
+        this->state_->give_back(std::move(*received_));
+      } catch (...) {
+      }
+    }
+  }
 
   // For a T whose move may throw, a join passes a received value on boxed, as a loan, until the
   // receiving task takes it by its one move (the value is the channel's until then: if that move
@@ -128,6 +144,11 @@ class channel_receive_base : public channel_task_waiter<T, receive_waiter<T>> {
   static constexpr bool lends = loanable_v<T>;
 
  private:
+  struct spent_when_done {
+    std::optional<channel_item<T>>& item;
+    ~spent_when_done() { item.reset(); }
+  };
+
   std::optional<channel_item<T>> received_;
 };
 
