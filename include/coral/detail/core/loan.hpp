@@ -183,8 +183,6 @@ class loan {
   // What take_provisionally made is the receiver's: the owner's value goes.
   void confirm() noexcept { box_.reset(); }
 
-  explicit operator bool() const noexcept { return box_ != nullptr; }
-
  private:
   template <class>
   friend class loan;
