@@ -613,7 +613,6 @@ class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive
   // times; if the copy itself throws, the value goes back to the subscriber, as after a plain
   // receive. So does a value the join drops (a when_all whose sibling failed), or one whose
   // receiving task is destroyed before it takes it (its context shut down after the race was won).
-  static constexpr bool lends = true;
 
   // The value received, lent to the receiving task.
   std::unique_ptr<loaned_base> lend() {
@@ -648,15 +647,11 @@ class broadcast_receive_awaiter : public broadcast_receive_base<T> {
     return this->copy(std::move(make));
   }
 
-  // For a join: the outcome into the branch's result, the value lent if it may be (see lends).
+  // For a join: the outcome into the branch's result, the value lent (see lend).
   void resume_into(task_result<T>& result) {
-    if constexpr (broadcast_receive_base<T>::lends) {
-      if (!this->finish_receive())
-        throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
-      result.set_loan(loan<T>(this->lend()));
-    } else {
-      resume_with([&](auto&& v) { result.set_value(std::forward<decltype(v)>(v)); });
-    }
+    if (!this->finish_receive())
+      throw channel_closed("coral::broadcast_channel: receive on a closed channel, all received");
+    result.set_loan(loan<T>(this->lend()));
   }
 };
 
@@ -677,12 +672,8 @@ class broadcast_next_awaiter : public broadcast_receive_base<T> {
   }
 
   void resume_into(task_result<std::optional<T>>& result) {
-    if constexpr (broadcast_receive_base<T>::lends) {
-      if (!this->finish_receive()) return result.set_value(std::nullopt);
-      result.set_loan(loan<std::optional<T>>::of_optional(this->lend()));
-    } else {
-      resume_with([&](auto&&... a) { result.set_value(std::forward<decltype(a)>(a)...); });
-    }
+    if (!this->finish_receive()) return result.set_value(std::nullopt);
+    result.set_loan(loan<std::optional<T>>::of_optional(this->lend()));
   }
 };
 
