@@ -19,6 +19,11 @@
 //                    against asio::awaitable coroutines arriving at a barrier kept on a strand (a
 //                    count and the waiting handlers; the last arrival counts the phase and posts
 //                    them). Per phase. No target: reported for reference.
+//   latch_rounds     4 tasks passing 20k latches in turn on a 2-thread pool, each task arriving
+//                    and waiting at each: `co_await l.arrive_and_wait()` on a coral::latch(4),
+//                    against asio::awaitable coroutines arriving at latches kept on one strand (a
+//                    count and the waiting handlers per latch; the last arrival posts them). Per
+//                    latch. No target: reported for reference.
 //   watch_updates    a sender replacing a value 100k times (a yield after each) and 4 receivers
 //                    following it on a 2-thread pool until each has seen the last: coral::watch
 //                    (`changed()` then `get()`), against a watch kept on a strand (the value, its
@@ -315,12 +320,15 @@ struct waiting_handler {
   asio::any_completion_handler<Signature> handler;
 };
 
+using pool_strand = asio::strand<asio::thread_pool::executor_type>;
+
 // The Asio-native barrier: its state lives on a strand; an arrival hops there and either leaves its
-// handler or, as the last, counts the phase and posts every handler to its own executor.
+// handler or, as the last, counts the phase and posts every handler to its own executor. Used for
+// one phase, it is the Asio-native latch.
 class strand_barrier {
  public:
-  strand_barrier(asio::thread_pool& pool, int participants)
-      : strand_(pool.get_executor()), participants_(participants), left_(participants) {}
+  strand_barrier(const pool_strand& strand, int participants)
+      : strand_(strand), participants_(participants), left_(participants) {}
 
   template <class Token>
   auto async_arrive_and_wait(Token&& token) {
@@ -341,7 +349,7 @@ class strand_barrier {
   long completed = 0;  // (on the strand)
 
  private:
-  asio::strand<asio::thread_pool::executor_type> strand_;
+  pool_strand strand_;
   const int participants_;
   int left_;
   std::vector<waiting_handler<void()>> waiting_;
@@ -351,7 +359,7 @@ double asio_barrier(long phases) {
   return ns_per(phases, [&] {
     std::optional<strand_barrier> sync;
     run_on_pool(tasks, [&](asio::thread_pool& pool, int, auto& on_done) {
-      if (!sync) sync.emplace(pool, tasks);
+      if (!sync) sync.emplace(pool_strand(pool.get_executor()), tasks);
       asio::co_spawn(
           pool,
           [&]() -> asio::awaitable<void> {
@@ -360,6 +368,41 @@ double asio_barrier(long phases) {
           on_done);
     });
     check(sync->completed == phases, "asio barrier phases");
+  });
+}
+
+double coral_latches(long count) {
+  return ns_per(count, [&] {
+    std::deque<coral::latch> latches;
+    for (long i = 0; i < count; ++i) latches.emplace_back(tasks);
+    run_on_pool(tasks, [&](asio::thread_pool& pool, int, auto& on_done) {
+      coral::spawn(
+          pool,
+          [&]() -> coral::task<> {
+            for (auto& l : latches) co_await l.arrive_and_wait();
+          },
+          on_done);
+    });
+    check(latches.back().try_wait(), "coral latches");
+  });
+}
+
+double asio_latches(long count) {
+  return ns_per(count, [&] {
+    std::deque<strand_barrier> latches;
+    run_on_pool(tasks, [&](asio::thread_pool& pool, int, auto& on_done) {
+      if (latches.empty()) {
+        const pool_strand strand(pool.get_executor());
+        for (long i = 0; i < count; ++i) latches.emplace_back(strand, tasks);
+      }
+      asio::co_spawn(
+          pool,
+          [&]() -> asio::awaitable<void> {
+            for (auto& l : latches) co_await l.async_arrive_and_wait(asio::use_awaitable);
+          },
+          on_done);
+    });
+    for (auto& l : latches) check(l.completed == 1, "asio latches");
   });
 }
 
@@ -647,6 +690,12 @@ int main(int argc, char** argv) {
     asio_phases = std::min(asio_phases, asio_barrier(per_task / 5));
   }
   report("barrier_phases", coral_phases, asio_phases, "ns/phase");
+  double coral_latch = 1e300, asio_latch = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    coral_latch = std::min(coral_latch, coral_latches(per_task / 5));
+    asio_latch = std::min(asio_latch, asio_latches(per_task / 5));
+  }
+  report("latch_rounds", coral_latch, asio_latch, "ns/latch");
   double coral_updates = 1e300, asio_updates = 1e300;
   for (int r = 0; r < rounds; ++r) {
     coral_updates = std::min(coral_updates, coral_watch(per_task));
@@ -678,7 +727,8 @@ int main(int argc, char** argv) {
   std::printf(
       "summary: mutex_contended ratio=%.3f (no target), lock_timeout ratio=%.3f (target <= 0.5), "
       "rw_read_mostly ratio=%.3f (no target), condition_handoff ratio=%.3f (no target), "
-      "barrier_phases ratio=%.3f (no target), watch_updates ratio=%.3f (no target)\n",
+      "barrier_phases ratio=%.3f (no target), latch_rounds ratio=%.3f (no target), "
+      "watch_updates ratio=%.3f (no target)\n",
       coral / asio_side, coral_timed / asio_timed, coral_rw / asio_rw, coral_cv / asio_cv, coral_phases / asio_phases,
-      coral_updates / asio_updates);
+      coral_latch / asio_latch, coral_updates / asio_updates);
 }
