@@ -613,8 +613,6 @@ class broadcast_receive_base : public broadcast_task_waiter<T, broadcast_receive
   // times; if the copy itself throws, the value goes back to the subscriber, as after a plain
   // receive. So does a value the join drops (a when_all whose sibling failed), or one whose
   // receiving task is destroyed before it takes it (its context shut down after the race was won).
-
-  // The value received, lent to the receiving task.
   std::unique_ptr<loaned_base> lend() {
     try {
       return std::make_unique<broadcast_box<T>>(this->state_, this->cursor, std::move(this->received));
