@@ -2,6 +2,9 @@
 // visible, g++ mistakes the std::free in operator delete for a mismatched deallocation.
 #include "allocation_counter.hpp"
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -24,6 +27,40 @@ void* operator new(std::size_t n) {
 }
 void* operator new[](std::size_t n) {
   return ::operator new(n);
+}
+// Aligned allocations are counted (and made to fail) as well.
+void* operator new(std::size_t n, std::align_val_t alignment) {
+  if (counting && counted++ == fail_at) {
+    failed = true;
+    throw std::bad_alloc();
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, std::max(static_cast<std::size_t>(alignment), sizeof(void*)), n ? n : 1) == 0) return p;
+  throw std::bad_alloc();
+}
+// Asio's recycling allocator takes its memory from std::aligned_alloc, not operator new.
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
+  if (counting && counted++ == fail_at) {
+    failed = true;
+    return nullptr;
+  }
+  void* p = nullptr;
+  return posix_memalign(&p, std::max(alignment, sizeof(void*)), n ? n : 1) == 0 ? p : nullptr;
+}
+void* operator new[](std::size_t n, std::align_val_t alignment) {
+  return ::operator new(n, alignment);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
 }
 void operator delete[](void* p) noexcept {
   std::free(p);

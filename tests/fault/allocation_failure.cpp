@@ -16,6 +16,7 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../test_support.hpp"
@@ -237,15 +238,83 @@ BOOST_AUTO_TEST_CASE(channel_send_receive_and_select) {
   });
 }
 
+// A waker on another thread (a plain thread here, a task of another context alike) posts the task
+// it wakes, and wakers are mostly noexcept (try_send, set, release, unlock, a child's end): on a
+// single-threaded io_context the post must not allocate at all, or a std::bad_alloc would end the
+// program. Each waker runs with its first allocation failing, on a thread whose Asio caches are
+// empty; the woken task then goes on, and nothing is left behind.
+using waker = std::function<void()>;
+
+// `start` spawns tasks on `ctx` that end up waiting for `wake`.
+void check_wake_from_another_thread(const char* name, const std::function<waker(asio::io_context&)>& start) {
+  lifetime::alive = 0;
+  {
+    asio::io_context ctx(1);
+    waker wake = start(ctx);
+    ctx.poll();  // every task is now waiting
+    BOOST_TEST_REQUIRE(!ctx.stopped(), name << ": nothing waits");
+    long allocations = -1;
+    bool failed = true;
+    std::thread([&] {
+      fail_allocation_at(0);
+      wake();
+      failed = allocation_failed();
+      allocations = stop_failing_allocations();
+    }).join();
+    BOOST_TEST(!failed, name);
+    BOOST_TEST(allocations == 0, name << ": the wake allocated " << allocations << " times");
+    ctx.run_for(5s);
+    BOOST_TEST(ctx.stopped(), name << ": run() did not return");
+  }
+  BOOST_TEST(lifetime::alive == 0, name);
+}
+
+BOOST_AUTO_TEST_CASE(woken_from_another_thread) {
+  check_wake_from_another_thread("channel receive woken by try_send", [](asio::io_context& ctx) -> waker {
+    auto ch = std::make_shared<coral::channel<int>>(0);
+    coral::spawn(ctx, [ch, l = lifetime()]() -> coral::task<> { BOOST_TEST(co_await ch->receive() == 7); });
+    return [ch] { BOOST_TEST(ch->try_send(7)); };
+  });
+  check_wake_from_another_thread("channel send woken by try_receive", [](asio::io_context& ctx) -> waker {
+    auto ch = std::make_shared<coral::channel<int>>(0);
+    coral::spawn(ctx, [ch, l = lifetime()]() -> coral::task<> { co_await ch->send(7); });
+    return [ch] { BOOST_TEST(ch->try_receive().value_or(0) == 7); };
+  });
+  check_wake_from_another_thread("three event waits woken by set", [](asio::io_context& ctx) -> waker {
+    auto ev = std::make_shared<coral::event>();
+    for (int i = 0; i < 3; ++i) {
+      coral::spawn(ctx, [ev, l = lifetime()]() -> coral::task<> { co_await ev->wait(); });
+    }
+    return [ev] { ev->set(); };
+  });
+  check_wake_from_another_thread("semaphore acquire woken by release", [](asio::io_context& ctx) -> waker {
+    auto s = std::make_shared<coral::semaphore>(0);
+    coral::spawn(ctx, [s, l = lifetime()]() -> coral::task<> {
+      co_await s->acquire();
+      s->release();
+    });
+    return [s] { s->release(); };
+  });
+  check_wake_from_another_thread("mutex lock woken by unlock", [](asio::io_context& ctx) -> waker {
+    auto m = std::make_shared<coral::async_mutex>();
+    BOOST_TEST_REQUIRE(m->try_lock());
+    coral::spawn(ctx, [m, l = lifetime()]() -> coral::task<> {
+      co_await m->lock();
+      m->unlock();
+    });
+    return [m] { m->unlock(); };
+  });
+}
+
 BOOST_AUTO_TEST_CASE(sync_waits_and_the_awaitable_bridge) {
   quiet_unobserved quiet;
+  // (A guard: a task that fails between lock() and unlock() keeps the mutex, as with std::mutex.)
   check_every_allocation("mutex, contended", [](asio::io_context& ctx) {
     auto m = std::make_shared<coral::async_mutex>();
     for (int i = 0; i < 3; ++i) {
       coral::spawn(ctx, [m, l = lifetime()]() -> coral::task<> {
-        co_await m->lock();
+        auto guard = co_await m->scoped_lock();
         co_await coral::yield();
-        m->unlock();
       });
     }
   });

@@ -59,9 +59,9 @@ class child_segment_state final : public result_segment<T> {
     }
     if (link_.complete()) {
       if (pass) {
-        parent.resume_later_within_pass();
+        parent.resume_later_within_pass(&parent_resumption_);
       } else {
-        parent.resume_later();
+        parent.resume_later(&parent_resumption_);
       }
     } else {
       this->mark_observed();  // nobody is left to observe it: its parent is gone
@@ -71,6 +71,7 @@ class child_segment_state final : public result_segment<T> {
 
  private:
   wait_link link_;
+  resumption_memory parent_resumption_;  // the parent's awaiter keeps this object until it resumes
 };
 
 // Forwards the parent's cancellation to a child segment (installed in the parent's slot while it

@@ -82,7 +82,7 @@ class group_state : public ref_counted<group_state> {
     }
     link.segment.reset();
     if (cancel_others) cancel_children();
-    if (resume) joiner.resume_later_within_pass();
+    if (resume) joiner.resume_later_within_pass(&joiner_resumption_);
   }
 
   // Cancels every running child, and every child added from now on until the group is joined.
@@ -184,6 +184,7 @@ class group_state : public ref_counted<group_state> {
   std::exception_ptr failure_;
   failure_note_ptr failure_note_;
   suspended_task joiner_;
+  resumption_memory joiner_resumption_;  // the joiner's task_group keeps this object until it resumes
   bool joiner_waiting_ = false;
 };
 

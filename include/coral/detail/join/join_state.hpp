@@ -144,11 +144,11 @@ class join_state : public ref_counted<join_state> {
     }
     if (!link_.complete()) return;
     if (on_parent_executor) {
-      parent.resume_nested();
+      parent.resume_nested(&parent_resumption_);
     } else if (pass) {
-      parent.resume_later_within_pass();
+      parent.resume_later_within_pass(&parent_resumption_);
     } else {
-      parent.resume_later();
+      parent.resume_later(&parent_resumption_);
     }
   }
 
@@ -163,6 +163,7 @@ class join_state : public ref_counted<join_state> {
   std::atomic<std::size_t> remaining_;
   race_decision decision_;
   wait_link link_;
+  resumption_memory parent_resumption_;  // the parent's join awaiter keeps this object until it resumes
   // Fixed before the first child starts; read-only afterwards (so any thread may walk it).
   struct child {
     segment_ref segment;

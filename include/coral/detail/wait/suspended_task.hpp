@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "coral/detail/core/resumption_memory.hpp"
 #include "coral/detail/core/task_segment.hpp"
 
 namespace coral::detail {
@@ -66,37 +67,42 @@ class suspended_task {
     asio::defer(segment_->executor(), queued_resumption());
   }
 
-  // Nothing touches this object once the task is posted (it may be gone).
-  void resume_later() {
+  // Nothing touches this object once the task is posted (it may be gone). `memory`: where the
+  // post may live, for a waker that must not fail (see resumption_memory); it must be kept by the
+  // task's frame.
+  void resume_later(resumption_memory* memory = nullptr) {
     task_segment* segment = segment_;
-    segment->gate().post(segment->executor(), queued_resumption());
+    posted_resume resumption = queued_resumption();
+    context_gate::pass pass(segment->gate());
+    if (!pass) return;  // the context is shutting down: the task is let go of here
+    post_to(asio::any_io_executor(segment->executor()), std::move(resumption), memory);
   }
   // As resume_later(), for a caller holding a pass on the task's gate (see
   // queued_waiter::claim_for_wake): the context exists until the pass is left, also if its
   // shutdown has begun meanwhile (then the resumption is destroyed with the context's queue, on
   // the thread destroying it), so the post does not ask the gate again.
-  void resume_later_within_pass() {
+  void resume_later_within_pass(resumption_memory* memory = nullptr) {
     task_segment* segment = segment_;
-    asio::post(segment->executor(), queued_resumption());
+    post_to(segment->executor(), queued_resumption(), memory);
   }
 
   // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
   // same execution context can be running on the task's executor; comparing gates first means
   // the executor of a context that may be shutting down is never read.
-  void resume_from(task_segment* waker, bool within_pass = false) {
+  void resume_from(task_segment* waker, bool within_pass = false, resumption_memory* memory = nullptr) {
     if (waker && &waker->gate() == &segment_->gate() && waker->executor() == segment_->executor()) {
-      resume_nested();
+      resume_nested(memory);
     } else if (within_pass) {
-      resume_later_within_pass();
+      resume_later_within_pass(memory);
     } else {
-      resume_later();
+      resume_later(memory);
     }
   }
 
   // On the task's executor, from code that was not resumed by it (a waker): resumes it on this
   // stack, unless wakers are nested too deeply here or this turn of the executor has resumed
   // enough tasks (then it is posted, so that one turn cannot starve the others).
-  void resume_nested() {
+  void resume_nested(resumption_memory* memory = nullptr) {
     if (inline_resume_depth < max_inline_resume_depth && inline_resumes_left > 0) {
       --inline_resumes_left;
       ++inline_resume_depth;
@@ -105,7 +111,7 @@ class suspended_task {
       } guard;
       resume_here();
     } else {
-      resume_later();
+      resume_later(memory);
     }
   }
 
@@ -123,6 +129,15 @@ class suspended_task {
       record_queued(*record);
 #endif
     return posted_resume{coroutine_, std::move(keep_)};
+  }
+
+  // (`executor` by value where the segment may go once the resumption is posted.)
+  static void post_to(const asio::any_io_executor& executor, posted_resume&& resumption, resumption_memory* memory) {
+    if (memory) {
+      memory->post(executor, std::move(resumption));
+    } else {
+      asio::post(executor, std::move(resumption));
+    }
   }
 
   task_segment* segment_ = nullptr;

@@ -181,7 +181,7 @@ class task_waiter : public Waiter, public external_wait {
   // Resumes the task (see suspended_task::resume_from), then leaves `claimed`, the pass its waker
   // claimed on the task's gate, if any. Nothing may touch this object afterwards.
   void resume_task(task_segment* waker, context_gate* claimed) noexcept {
-    task_.resume_from(waker, claimed != nullptr);
+    task_.resume_from(waker, claimed != nullptr, &memory_);
     if (claimed) claimed->leave();
   }
 
@@ -214,6 +214,7 @@ class task_waiter : public Waiter, public external_wait {
 
  private:
   suspended_task task_;
+  resumption_memory memory_;  // the waker's post of the task
   bool polled_ = false;
 };
 
