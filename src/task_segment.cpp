@@ -31,12 +31,18 @@ task_segment::task_segment(placement&& where)
       serialised_(where.serialised) {
   if (hosted()) return;
   constexpr auto tracked = asio::execution::outstanding_work.tracked;
-  if (auto io = io_context_executor_of(executor_)) {
+  if (auto* io = executor_.target<asio::io_context::executor_type>()) {
+    target_ = executor_target::io_context;
     work_.emplace<1>(asio::prefer(*io, tracked));
+  } else if (auto* io_s = executor_.target<io_strand>()) {
+    target_ = executor_target::io_strand;
+    work_.emplace<1>(asio::prefer(io_s->get_inner_executor(), tracked));
   } else if (auto* pool = executor_.target<asio::thread_pool::executor_type>()) {
+    target_ = executor_target::thread_pool;
     work_.emplace<2>(asio::prefer(*pool, tracked));
-  } else if (auto* strand = executor_.target<pool_strand>()) {
-    work_.emplace<2>(asio::prefer(strand->get_inner_executor(), tracked));
+  } else if (auto* pool_s = executor_.target<pool_strand>()) {
+    target_ = executor_target::pool_strand;
+    work_.emplace<2>(asio::prefer(pool_s->get_inner_executor(), tracked));
   } else {
     work_.emplace<3>(std::make_unique<asio::any_io_executor>(asio::prefer(inner_executor_of(executor_), tracked)));
   }

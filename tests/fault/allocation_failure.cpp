@@ -1,10 +1,11 @@
 #define BOOST_TEST_MODULE coral allocation failure
 // Makes the k-th allocation fail, for every k along each way of starting and joining tasks, on a
 // single-threaded io_context (Boost 1.81's own strand creation cannot survive a failed allocation,
-// so no strand is involved). Whatever k, the exception reaches someone (the caller, the job, the
-// handler or the awaiting task), io_context::run() returns (no outstanding work is left behind)
-// and every object the tasks held is destroyed (no frame is left behind); LeakSanitizer checks
-// the rest.
+// so no strand is involved; the wakes from another thread, at the end, also wake tasks on strands,
+// which were made before any allocation fails). The allocations counted are operator new's and
+// std::aligned_alloc's (Asio's recycling allocator). Whatever k, the exception reaches someone (the caller, the job,
+// the handler or the awaiting task), io_context::run() returns (no outstanding work is left behind) and every object
+// the tasks held is destroyed (no frame is left behind); LeakSanitizer checks the rest.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -239,34 +240,59 @@ BOOST_AUTO_TEST_CASE(channel_send_receive_and_select) {
 }
 
 // A waker on another thread (a plain thread here, a task of another context alike) posts the task
-// it wakes, and wakers are mostly noexcept (try_send, set, release, unlock, a child's end): on a
-// single-threaded io_context the post must not allocate at all, or a std::bad_alloc would end the
-// program. Each waker runs with its first allocation failing, on a thread whose Asio caches are
-// empty; the woken task then goes on, and nothing is left behind.
+// it wakes, and wakers are mostly noexcept (try_send, set, release, unlock, a child's end): on an
+// io_context or a thread_pool, with or without strands, the post must not allocate at all, or a
+// std::bad_alloc would end the program. Each waker runs with its first allocation failing, on a
+// thread whose Asio caches are empty; the woken task then goes on, and nothing is left behind.
 using waker = std::function<void()>;
 
-// `start` spawns tasks on `ctx` that end up waiting for `wake`.
+// `start` spawns tasks on `ctx` that end up waiting for `wake`. With a concurrency hint of 1 the
+// tasks run on the io_context's executor as it is, else on a strand of it each.
 void check_wake_from_another_thread(const char* name, const std::function<waker(asio::io_context&)>& start) {
+  for (int hint : {1, 4}) {
+    lifetime::alive = 0;
+    {
+      asio::io_context ctx(hint);
+      waker wake = start(ctx);
+      ctx.poll();  // every task is now waiting
+      BOOST_TEST_REQUIRE(!ctx.stopped(), name << ", hint " << hint << ": nothing waits");
+      long allocations = -1;
+      bool failed = true;
+      std::thread([&] {
+        fail_allocation_at(0);
+        wake();
+        failed = allocation_failed();
+        allocations = stop_failing_allocations();
+      }).join();
+      BOOST_TEST(!failed, name << ", hint " << hint);
+      BOOST_TEST(allocations == 0, name << ", hint " << hint << ": the wake allocated " << allocations << " times");
+      ctx.run_for(5s);
+      BOOST_TEST(ctx.stopped(), name << ", hint " << hint << ": run() did not return");
+    }
+    BOOST_TEST(lifetime::alive == 0, name << ", hint " << hint);
+  }
+}
+
+// On a thread_pool, where each task runs on a strand of the pool's executor.
+BOOST_AUTO_TEST_CASE(woken_on_a_thread_pool_from_another_thread) {
   lifetime::alive = 0;
   {
-    asio::io_context ctx(1);
-    waker wake = start(ctx);
-    ctx.poll();  // every task is now waiting
-    BOOST_TEST_REQUIRE(!ctx.stopped(), name << ": nothing waits");
+    asio::thread_pool pool(2);
+    auto ch = std::make_shared<coral::channel<int>>(0);
+    coral::spawn(pool, [ch, l = lifetime()]() -> coral::task<> { BOOST_TEST(co_await ch->receive() == 7); });
     long allocations = -1;
     bool failed = true;
     std::thread([&] {
       fail_allocation_at(0);
-      wake();
+      while (!ch->try_send(7)) std::this_thread::yield();  // until the task waits
       failed = allocation_failed();
       allocations = stop_failing_allocations();
     }).join();
-    BOOST_TEST(!failed, name);
-    BOOST_TEST(allocations == 0, name << ": the wake allocated " << allocations << " times");
-    ctx.run_for(5s);
-    BOOST_TEST(ctx.stopped(), name << ": run() did not return");
+    BOOST_TEST(!failed);
+    BOOST_TEST(allocations == 0, "the wake allocated " << allocations << " times");
+    pool.join();
   }
-  BOOST_TEST(lifetime::alive == 0, name);
+  BOOST_TEST(lifetime::alive == 0);
 }
 
 BOOST_AUTO_TEST_CASE(woken_from_another_thread) {

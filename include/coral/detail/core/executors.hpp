@@ -43,6 +43,10 @@ using io_strand = asio::strand<asio::io_context::executor_type>;
 using pool_strand = asio::strand<asio::thread_pool::executor_type>;
 using any_strand = asio::strand<asio::any_io_executor>;
 
+// What a type-erased executor is, among the kinds coral posts to without type erasure (found once
+// per task, where its executor is chosen).
+enum class executor_target : unsigned char { other, io_context, thread_pool, io_strand, pool_strand };
+
 // The io_context executor behind `executor` (directly or under a strand), if that is what it is:
 // code that can use the typed executor is smaller than with the type-erased one.
 inline std::optional<asio::io_context::executor_type> io_context_executor_of(const asio::any_io_executor& executor) {

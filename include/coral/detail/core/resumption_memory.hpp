@@ -2,9 +2,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <utility>
 
 #include "coral/detail/core/asio.hpp"
+#include "coral/detail/core/executors.hpp"
 
 namespace coral::detail {
 
@@ -13,45 +15,65 @@ namespace coral::detail {
 // close(), release(), a child's end, a guard's destructor): a std::bad_alloc there would end the
 // program, and a waker that threw instead would have to undo a hand-over it cannot undo.
 //
-// Used for the executors whose post takes one allocation, from the allocator it is given, that
-// lives exactly until the posted function is about to run or is destroyed: an io_context's and a
-// thread_pool's. A strand's post allocates twice with the allocator it is given, and the second
-// block (the strand's own runner) can be destroyed after the first at the context's shutdown,
-// when the task's frame may be gone; a type-erased executor's post allocates with
-// std::allocator whatever it is given. Those post as Asio posts, and may throw std::bad_alloc.
+// Used for the executors whose post allocates only from the allocator it is given: an
+// io_context's and a thread_pool's, and their strands. Their post asks for one block that lives
+// until the posted function is about to run or is destroyed: it is this object's own. A strand's
+// post may ask for a second one, for the strand's runner when the strand is idle, which can
+// outlive the frame at the context's shutdown (Asio's strand service destroys the strand's queue,
+// and with it the task, before the scheduler destroys the runner): that block is taken from the
+// heap when the task begins to wait (prepare()), where a std::bad_alloc reaches the task, and
+// Asio gives it back to the heap. A type-erased executor's post allocates with std::allocator
+// whatever it is given: such a wake allocates as Asio's, and may throw.
 class resumption_memory {
  public:
   resumption_memory() noexcept = default;
   resumption_memory(const resumption_memory&) = delete;
   resumption_memory& operator=(const resumption_memory&) = delete;
+  ~resumption_memory() {
+    if (spare_) ::operator delete(spare_);
+  }
+
+  // On the task's executor, before the wait can be woken: reserves what a post to an executor of
+  // `kind` needs beyond this object. Throws std::bad_alloc, with nothing waiting yet.
+  void prepare(executor_target kind) {
+    if ((kind == executor_target::io_strand || kind == executor_target::pool_strand) && !spare_) {
+      spare_ = ::operator new(spare_capacity);
+    }
+  }
 
   // Posts `f` (which must keep the task's frame, and so this object, until it runs or is
-  // destroyed) to `executor` without allocating, where the executor allows it (see above).
+  // destroyed) to `executor`, of `kind`, without allocating where the executor allows it (see
+  // above).
   template <class F>
-  void post(const asio::any_io_executor& executor, F&& f);
+  void post(const asio::any_io_executor& executor, executor_target kind, F&& f);
 
  private:
   template <class T>
   friend class resumption_allocator;
 
   void* allocate(std::size_t size) noexcept {
-    if (used_ || size > capacity) return nullptr;
-    used_ = true;
-    return bytes_;
+    if (!used_ && size <= capacity) {
+      used_ = true;
+      return bytes_;
+    }
+    if (size <= spare_capacity) return std::exchange(spare_, nullptr);
+    return nullptr;
   }
   // Compares addresses only: Asio may give the block back while destroying the posted function,
   // which may be what frees the frame holding this object.
   bool owns(const void* p) const noexcept { return p == static_cast<const void*>(bytes_); }
 
-  // An io_context's or a thread_pool's operation holding coral's resumption and this allocator:
-  // 48 bytes on 64-bit targets with Boost 1.81 to 1.90 (a larger one comes from operator new).
-  static constexpr std::size_t capacity = 64;
+  // The operation holding coral's resumption and this allocator: 48 bytes on 64-bit targets
+  // with Boost 1.81 to 1.90. Smaller than a strand's runner, which must never land here.
+  static constexpr std::size_t capacity = 56;
+  // A strand's runner: 64 to 72 bytes.
+  static constexpr std::size_t spare_capacity = 96;
   alignas(std::max_align_t) std::byte bytes_[capacity];
   bool used_ = false;
+  void* spare_ = nullptr;
 };
 
-// Hands out a resumption_memory's block, once per post; anything else (a larger block, a second
-// one) comes from operator new.
+// Hands out a resumption_memory's blocks, once per post; anything else comes from the heap.
 template <class T>
 class resumption_allocator {
  public:
@@ -62,13 +84,19 @@ class resumption_allocator {
   resumption_allocator(const resumption_allocator<U>& other) noexcept : memory_(other.memory_) {}
 
   T* allocate(std::size_t n) {
-    if (alignof(T) <= alignof(std::max_align_t)) {
+    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+      return std::allocator<T>().allocate(n);
+    } else {
       if (void* p = memory_->allocate(n * sizeof(T))) return static_cast<T*>(p);
+      return static_cast<T*>(::operator new(n * sizeof(T)));
     }
-    return std::allocator<T>().allocate(n);
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if (!memory_->owns(p)) std::allocator<T>().deallocate(p, n);
+    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+      std::allocator<T>().deallocate(p, n);
+    } else if (!memory_->owns(p)) {
+      ::operator delete(p);  // (a spare block, of another size than n * sizeof(T))
+    }
   }
 
   template <class U>
@@ -83,20 +111,26 @@ class resumption_allocator {
 };
 
 template <class F>
-void resumption_memory::post(const asio::any_io_executor& executor, F&& f) {
+void resumption_memory::post(const asio::any_io_executor& executor, executor_target kind, F&& f) {
   auto post_with_this = [&](const auto& typed) {
     used_ = false;  // the last post's block was given back before its resumption ran
     asio::prefer(asio::require(typed, asio::execution::blocking.never), asio::execution::relationship.fork,
                  asio::execution::allocator(resumption_allocator<void>(*this)))
         .execute(std::forward<F>(f));
   };
-  if (auto* io = executor.target<asio::io_context::executor_type>()) {
-    post_with_this(*io);
-  } else if (auto* pool = executor.target<asio::thread_pool::executor_type>()) {
-    post_with_this(*pool);
-  } else {
-    asio::post(executor, std::forward<F>(f));
+  switch (kind) {
+    case executor_target::io_context:
+      return post_with_this(*executor.target<asio::io_context::executor_type>());
+    case executor_target::thread_pool:
+      return post_with_this(*executor.target<asio::thread_pool::executor_type>());
+    case executor_target::io_strand:
+      return post_with_this(*executor.target<io_strand>());
+    case executor_target::pool_strand:
+      return post_with_this(*executor.target<pool_strand>());
+    case executor_target::other:
+      break;
   }
+  asio::post(executor, std::forward<F>(f));
 }
 
 }  // namespace coral::detail

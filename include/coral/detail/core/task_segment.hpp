@@ -11,6 +11,7 @@
 
 #include "coral/detail/core/asio.hpp"
 #include "coral/detail/core/context_gate.hpp"
+#include "coral/detail/core/executors.hpp"
 #include "coral/detail/core/ref_counted.hpp"
 #include "coral/detail/core/segment_attachment.hpp"
 #include "coral/detail/tracking/task_record.hpp"
@@ -83,6 +84,7 @@ class task_segment : public gate_member {
 
   // Valid while the segment's coroutines can run (not after it ended or its context shut down).
   const asio::any_io_executor& executor() const noexcept { return host().executor_; }
+  executor_target executor_target_kind() const noexcept { return host().target_; }
   context_gate& gate() const noexcept { return *host().gate_; }
   // For whoever may need the gate after the segment is gone (a child on another context, which
   // passes through its parent's gate when it ends).
@@ -245,6 +247,7 @@ class task_segment : public gate_member {
   // A hosted segment has no link to tell who leaves the context: this does.
   std::atomic<bool> left_{false};
   bool serialised_;
+  executor_target target_ = executor_target::other;
 };
 
 // A keep-alive reference to a segment.

@@ -26,8 +26,11 @@ namespace coral::detail {
 template <class T>
 class child_segment_state final : public result_segment<T> {
  public:
-  explicit child_segment_state(placement&& where)
-      : result_segment<T>(std::move(where), typename result_segment<T>::child_segment_t()) {}
+  // `parent_kind`: the kind of the parent's executor (see resumption_memory::prepare).
+  child_segment_state(placement&& where, executor_target parent_kind)
+      : result_segment<T>(std::move(where), typename result_segment<T>::child_segment_t()) {
+    parent_resumption_.prepare(parent_kind);
+  }
 
   // The awaiting parent, kept alive until the child ends or the parent lets go.
   suspended_task parent;
@@ -134,7 +137,8 @@ class child_segment_awaiter : public external_wait {
     // executor. A child on its parent's context does not run while that context shuts down.
     const bool local = &asio::query(executor, asio::execution::context) ==
                        &asio::query(parent_segment.executor(), asio::execution::context);
-    auto* state = new child_segment_state<T>(place(executor, forward_cancel || !local));
+    auto* state =
+        new child_segment_state<T>(place(executor, forward_cancel || !local), parent_segment.executor_target_kind());
     state->attach(std::exchange(guard.f, nullptr));
     state->start_record(&parent_segment, {});
     state->local = local;

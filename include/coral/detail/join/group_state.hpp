@@ -104,6 +104,7 @@ class group_state : public ref_counted<group_state> {
   // under the group's mutex, which every child's end takes anyway.)
   template <class Promise>
   bool wait(std::coroutine_handle<Promise> coroutine) {
+    joiner_resumption_.prepare(coroutine.promise().segment().executor_target_kind());
     std::lock_guard lock(mutex_);
     if (running_ == 0) return false;
     joiner_.keep(coroutine);

@@ -50,6 +50,7 @@ class join_awaiter_base : public external_wait {
   template <class Promise>
   void open(std::coroutine_handle<Promise> parent, join_kind kind, std::size_t children) {
     join_ = adopt(new join_state(kind, children));
+    join_->prepare_resumption(parent.promise().segment().executor_target_kind());
     join_->parent.suspend(parent);
     parent_segment_ = &parent.promise().segment();
   }

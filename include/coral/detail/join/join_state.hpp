@@ -124,6 +124,9 @@ class join_state : public ref_counted<join_state> {
   // own; the parent cannot wait for them.
   void let_go_of_parent_after_local_children() noexcept { local_child_gone(); }
 
+  // Before the parent suspends (see resumption_memory::prepare).
+  void prepare_resumption(executor_target parent_kind) { parent_resumption_.prepare(parent_kind); }
+
   suspended_task parent;
 
  private:

@@ -75,7 +75,7 @@ class suspended_task {
     posted_resume resumption = queued_resumption();
     context_gate::pass pass(segment->gate());
     if (!pass) return;  // the context is shutting down: the task is let go of here
-    post_to(asio::any_io_executor(segment->executor()), std::move(resumption), memory);
+    post_to(asio::any_io_executor(segment->executor()), segment->executor_target_kind(), std::move(resumption), memory);
   }
   // As resume_later(), for a caller holding a pass on the task's gate (see
   // queued_waiter::claim_for_wake): the context exists until the pass is left, also if its
@@ -83,7 +83,7 @@ class suspended_task {
   // the thread destroying it), so the post does not ask the gate again.
   void resume_later_within_pass(resumption_memory* memory = nullptr) {
     task_segment* segment = segment_;
-    post_to(segment->executor(), queued_resumption(), memory);
+    post_to(segment->executor(), segment->executor_target_kind(), queued_resumption(), memory);
   }
 
   // `waker`: the segment of the coral task completing the wait, if any. Only a waker on the
@@ -132,9 +132,10 @@ class suspended_task {
   }
 
   // (`executor` by value where the segment may go once the resumption is posted.)
-  static void post_to(const asio::any_io_executor& executor, posted_resume&& resumption, resumption_memory* memory) {
+  static void post_to(const asio::any_io_executor& executor, executor_target kind, posted_resume&& resumption,
+                      resumption_memory* memory) {
     if (memory) {
-      memory->post(executor, std::move(resumption));
+      memory->post(executor, kind, std::move(resumption));
     } else {
       asio::post(executor, std::move(resumption));
     }

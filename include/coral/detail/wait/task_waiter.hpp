@@ -148,6 +148,7 @@ class task_waiter : public Waiter, public external_wait {
   // the task is cancelled.
   template <class Promise, class Operation>
   bool suspend_on(std::coroutine_handle<Promise> coroutine, Operation operation) {
+    memory_.prepare(coroutine.promise().segment().executor_target_kind());
     task_.suspend(coroutine);
     task_segment& segment = task_.segment();
     this->gate = &segment.gate();
