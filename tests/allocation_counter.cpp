@@ -15,6 +15,7 @@ thread_local bool counting = false;
 thread_local long counted = 0;
 thread_local long fail_at = -1;  // (fail_allocation_at)
 thread_local bool failed = false;
+thread_local bool aligned_counted = false;  // (count_aligned_allocations)
 }  // namespace
 
 void* operator new(std::size_t n) {
@@ -28,9 +29,9 @@ void* operator new(std::size_t n) {
 void* operator new[](std::size_t n) {
   return ::operator new(n);
 }
-// Aligned allocations are counted (and made to fail) as well.
+// Aligned allocations are counted (and made to fail) where a test asks for it.
 void* operator new(std::size_t n, std::align_val_t alignment) {
-  if (counting && counted++ == fail_at) {
+  if (counting && aligned_counted && counted++ == fail_at) {
     failed = true;
     throw std::bad_alloc();
   }
@@ -40,7 +41,7 @@ void* operator new(std::size_t n, std::align_val_t alignment) {
 }
 // Asio's recycling allocator takes its memory from std::aligned_alloc, not operator new.
 extern "C" void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
-  if (counting && counted++ == fail_at) {
+  if (counting && aligned_counted && counted++ == fail_at) {
     failed = true;
     return nullptr;
   }
@@ -101,6 +102,9 @@ long stop_failing_allocations() noexcept {
 }
 bool allocation_failed() noexcept {
   return failed;
+}
+void count_aligned_allocations(bool on) noexcept {
+  aligned_counted = on;
 }
 
 }  // namespace coral_test

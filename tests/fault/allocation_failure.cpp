@@ -2,10 +2,10 @@
 // Makes the k-th allocation fail, for every k along each way of starting and joining tasks, on a
 // single-threaded io_context (Boost 1.81's own strand creation cannot survive a failed allocation,
 // so no strand is involved; the wakes from another thread, at the end, also wake tasks on strands,
-// which were made before any allocation fails). The allocations counted are operator new's and
-// std::aligned_alloc's (Asio's recycling allocator). Whatever k, the exception reaches someone (the caller, the job,
-// the handler or the awaiting task), io_context::run() returns (no outstanding work is left behind) and every object
-// the tasks held is destroyed (no frame is left behind); LeakSanitizer checks the rest.
+// which were made before any allocation fails; there the allocations counted include
+// std::aligned_alloc's, from which Asio's recycling allocator takes its memory). Whatever k, the exception reaches
+// someone (the caller, the job, the handler or the awaiting task), io_context::run() returns (no outstanding work is
+// left behind) and every object the tasks held is destroyed (no frame is left behind); LeakSanitizer checks the rest.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -259,6 +259,7 @@ void check_wake_from_another_thread(const char* name, const std::function<waker(
       long allocations = -1;
       bool failed = true;
       std::thread([&] {
+        count_aligned_allocations(true);
         fail_allocation_at(0);
         wake();
         failed = allocation_failed();
@@ -283,6 +284,7 @@ BOOST_AUTO_TEST_CASE(woken_on_a_thread_pool_from_another_thread) {
     long allocations = -1;
     bool failed = true;
     std::thread([&] {
+      count_aligned_allocations(true);
       fail_allocation_at(0);
       while (!ch->try_send(7)) std::this_thread::yield();  // until the task waits
       failed = allocation_failed();
