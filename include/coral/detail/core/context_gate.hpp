@@ -74,18 +74,6 @@ class context_gate {
     context_gate* gate_;
   };
 
-  // Posts `f` to `executor` (of this gate's context) unless the context is shutting down, in which
-  // case `f` is destroyed here. Returns whether it was posted. `executor` is copied inside the
-  // pass: once `f` is posted, the object it belongs to may be gone.
-  template <class Executor, class F>
-  bool post(const Executor& executor, F&& f) {
-    pass p(*this);
-    if (!p) return false;
-    Executor copy(executor);
-    asio::post(copy, std::forward<F>(f));
-    return true;
-  }
-
   // True when the context is an io_context created with concurrency hint 1: coral trusts it to be
   // run by one thread and does not serialise its tasks with a strand.
   bool single_threaded() const noexcept { return single_threaded_; }

@@ -75,6 +75,7 @@ class suspended_task {
     posted_resume resumption = queued_resumption();
     context_gate::pass pass(segment->gate());
     if (!pass) return;  // the context is shutting down: the task is let go of here
+    // (The executor copied inside the pass: once the task is posted, the segment may be gone.)
     post_to(asio::any_io_executor(segment->executor()), segment->executor_target_kind(), std::move(resumption), memory);
   }
   // As resume_later(), for a caller holding a pass on the task's gate (see
