@@ -15,7 +15,7 @@ thread_local bool counting = false;
 thread_local long counted = 0;
 thread_local long fail_at = -1;  // (fail_allocation_at)
 thread_local bool failed = false;
-thread_local bool aligned_counted = false;  // (count_aligned_allocations)
+thread_local bool aligned_counted = false;  // (counted while an allocation is set to fail)
 }  // namespace
 
 void* operator new(std::size_t n) {
@@ -29,7 +29,7 @@ void* operator new(std::size_t n) {
 void* operator new[](std::size_t n) {
   return ::operator new(n);
 }
-// Aligned allocations are counted (and made to fail) where a test asks for it.
+// Aligned allocations are counted (and made to fail) by fail_allocation_at, not by allocation_counter.
 void* operator new(std::size_t n, std::align_val_t alignment) {
   if (counting && aligned_counted && counted++ == fail_at) {
     failed = true;
@@ -90,21 +90,20 @@ long allocation_counter::count() const noexcept {
   return counted;
 }
 
-void fail_allocation_at(long k) noexcept {
+void fail_allocation_at(long k, bool aligned_too) noexcept {
   counted = 0;
   fail_at = k;
   failed = false;
   counting = true;
+  aligned_counted = aligned_too;
 }
 long stop_failing_allocations() noexcept {
   counting = false;
+  aligned_counted = false;
   return counted;
 }
 bool allocation_failed() noexcept {
   return failed;
-}
-void count_aligned_allocations(bool on) noexcept {
-  aligned_counted = on;
 }
 
 }  // namespace coral_test

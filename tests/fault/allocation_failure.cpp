@@ -1,14 +1,17 @@
 #define BOOST_TEST_MODULE coral allocation failure
 // Makes the k-th allocation fail, for every k along each way of starting and joining tasks, on a
 // single-threaded io_context (Boost 1.81's own strand creation cannot survive a failed allocation,
-// so no strand is involved; the wakes from another thread, at the end, also wake tasks on strands,
-// which were made before any allocation fails; there the allocations counted include
-// std::aligned_alloc's, from which Asio's recycling allocator takes its memory). Whatever k, the exception reaches
-// someone (the caller, the job, the handler or the awaiting task), io_context::run() returns (no outstanding work is
-// left behind) and every object the tasks held is destroyed (no frame is left behind); LeakSanitizer checks the rest.
+// so no strand is involved there), and along a spawn onto a thread_pool (a strand of the pool).
+// The allocations counted include std::aligned_alloc's, from which Asio's recycling allocator
+// takes its handlers' memory. Whatever k, the exception reaches someone (the caller, the job, the
+// handler or the awaiting task), io_context::run() returns (no outstanding work is left behind)
+// and every object the tasks held is destroyed (no frame is left behind); LeakSanitizer checks
+// the rest. At the end, wakes from another thread, on strands too, must not allocate at all.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
@@ -59,12 +62,12 @@ struct outcome {
 
 // Runs `s` with the k-th allocation failing. run() is called again after each exception that
 // leaves it (a handler's, as Asio lets them), at most a few times, each time for a bounded while.
-outcome run_with_failure(const scenario& s, long k) {
+outcome run_with_failure(const scenario& s, long k, bool aligned_too) {
   outcome o;
   lifetime::alive = 0;
   {
     asio::io_context ctx(1);
-    fail_allocation_at(k);
+    fail_allocation_at(k, aligned_too);
     try {
       s(ctx);
     } catch (const std::bad_alloc&) {
@@ -83,14 +86,15 @@ outcome run_with_failure(const scenario& s, long k) {
   return o;
 }
 
-// Every k from 0 to the number of allocations a run without a failure makes.
-void check_every_allocation(const char* name, const scenario& s) {
-  const outcome clean = run_with_failure(s, -1);
+// Every k from 0 to the number of allocations a run without a failure makes (Asio's recycled
+// ones too, unless `aligned_too` is false).
+void check_every_allocation(const char* name, const scenario& s, bool aligned_too = true) {
+  const outcome clean = run_with_failure(s, -1, aligned_too);
   BOOST_TEST_REQUIRE(clean.stopped, name << ": the run without a failure did not end");
   BOOST_TEST_REQUIRE(clean.alive == 0, name);
   BOOST_TEST_MESSAGE(name << ": " << clean.allocations << " allocations");
   for (long k = 0; k <= clean.allocations; ++k) {
-    const outcome o = run_with_failure(s, k);
+    const outcome o = run_with_failure(s, k, aligned_too);
     BOOST_TEST(o.stopped, name << ", allocation " << k << ": run() did not return");
     BOOST_TEST(o.alive == 0, name << ", allocation " << k << ": " << o.alive << " objects left alive");
   }
@@ -125,34 +129,52 @@ BOOST_AUTO_TEST_CASE(with_a_completion_handler) {
   check_every_allocation("spawn, detached", [](asio::io_context& ctx) { coral::spawn(ctx, parent(), asio::detached); });
 }
 
-BOOST_AUTO_TEST_CASE(onto_a_thread_pool) {
-  // (Only the spawning thread's allocations fail: the task is started through a strand of the pool.)
-  quiet_unobserved quiet;
-  asio::thread_pool pool(2);
+// Spawns onto `executor` (of a context run by other threads) with the spawning thread's k-th
+// allocation failing, for every k; the task starts on a strand of its own, whose first post also
+// posts the strand's runner after the task's start is queued.
+template <class Executor>
+void check_spawn_onto(const char* name, const Executor& executor) {
   for (int how = 0; how < 3; ++how) {
     for (long k = 0;; ++k) {
       lifetime::alive = 0;
       fail_allocation_at(k);
       try {
         if (how == 0) {
-          auto j = coral::spawn(pool, parent());
+          auto j = coral::spawn(executor, parent());
           stop_failing_allocations();
           j.wait();
         } else if (how == 1) {
-          coral::spawn(pool, parent(), [l = lifetime()](std::exception_ptr, int) {});
+          coral::spawn(executor, parent(), [l = lifetime()](std::exception_ptr, int) {});
         } else {
-          coral::spawn(pool, parent(), asio::detached);
+          coral::spawn(executor, parent(), asio::detached);
         }
       } catch (const std::bad_alloc&) {
       }
       stop_failing_allocations();
       const bool failed = allocation_failed();
-      for (int i = 0; i < 2000 && lifetime::alive != 0; ++i) thread_of(pool.get_executor());  // (a round trip)
-      BOOST_TEST(lifetime::alive == 0, "spawn onto a thread_pool (" << how << "), allocation " << k);
+      for (int i = 0; i < 2000 && lifetime::alive != 0; ++i) thread_of(executor);  // (a round trip)
+      BOOST_TEST(lifetime::alive == 0, name << " (" << how << "), allocation " << k);
       if (!failed) break;
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(onto_a_thread_pool) {
+  quiet_unobserved quiet;
+  asio::thread_pool pool(2);
+  check_spawn_onto("spawn onto a thread_pool", pool.get_executor());
   pool.join();
+}
+
+BOOST_AUTO_TEST_CASE(onto_an_io_context_run_by_two_threads) {
+  quiet_unobserved quiet;
+  asio::io_context ctx(2);
+  auto work = asio::make_work_guard(ctx);
+  std::thread a([&] { ctx.run(); }), b([&] { ctx.run(); });
+  check_spawn_onto("spawn onto an io_context(2)", ctx.get_executor());
+  work.reset();
+  a.join();
+  b.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -259,7 +281,6 @@ void check_wake_from_another_thread(const char* name, const std::function<waker(
       long allocations = -1;
       bool failed = true;
       std::thread([&] {
-        count_aligned_allocations(true);
         fail_allocation_at(0);
         wake();
         failed = allocation_failed();
@@ -284,7 +305,6 @@ BOOST_AUTO_TEST_CASE(woken_on_a_thread_pool_from_another_thread) {
     long allocations = -1;
     bool failed = true;
     std::thread([&] {
-      count_aligned_allocations(true);
       fail_allocation_at(0);
       while (!ch->try_send(7)) std::this_thread::yield();  // until the task waits
       failed = allocation_failed();
@@ -346,14 +366,20 @@ BOOST_AUTO_TEST_CASE(sync_waits_and_the_awaitable_bridge) {
       });
     }
   });
-  check_every_allocation("asio::awaitable awaited by a task", [](asio::io_context& ctx) {
-    coral::spawn(ctx, []() -> coral::task<int> {
-      co_return co_await []() -> asio::awaitable<int> {
-        lifetime l;
-        co_return 7;
-      }();
-    });
-  });
+  // (operator new only: when the task ends, coral lets go of the awaitable thread it keeps
+  // between awaits by destroying its parked handler, and Asio's awaitable_thread destructor posts
+  // the frames' destruction, which ends the program if that post cannot allocate.)
+  check_every_allocation(
+      "asio::awaitable awaited by a task",
+      [](asio::io_context& ctx) {
+        coral::spawn(ctx, []() -> coral::task<int> {
+          co_return co_await []() -> asio::awaitable<int> {
+            lifetime l;
+            co_return 7;
+          }();
+        });
+      },
+      false);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -15,6 +15,7 @@
 #include "coral/detail/core/executors.hpp"
 #include "coral/detail/core/inline_queue.hpp"
 #include "coral/detail/core/promise_base.hpp"
+#include "coral/detail/core/resumption_memory.hpp"
 #include "coral/detail/core/task_result.hpp"
 #include "coral/detail/core/task_segment.hpp"
 
@@ -122,10 +123,11 @@ class result_segment : public task_segment {
   // Starts the attached frame through the executor (never inline: spawn() runs no task code).
   // A keep-alive is held across the post: if the post fails (an allocation), the handler goes, and
   // its keep-alive with it, without ending the chain; the frame stays attached for discard().
+  // (A post that throws must have queued nothing: see resumption_memory::post_unkept.)
   void start() {
     this->add_keep_alive();
     try {
-      asio::post(executor(), posted_resume{frame_, keep_alive(this)});
+      resumption_memory::post_unkept(executor(), this->executor_target_kind(), posted_resume{frame_, keep_alive(this)});
     } catch (...) {
       this->forget_unstarted_keep_alive();
       throw;

@@ -47,6 +47,18 @@ class resumption_memory {
   template <class F>
   void post(const asio::any_io_executor& executor, executor_target kind, F&& f);
 
+  // Posts `f`, which nothing keeps in memory (a task's start), to `executor`, of `kind`, so that a
+  // post that throws has queued nothing: the operation's block comes from the heap before anything
+  // is queued, and an idle strand's runner, which Asio asks for after it has queued `f`, from a
+  // block reserved before. (An unrecognised executor's strand may still fail after queuing.)
+  template <class F>
+  static void post_unkept(const asio::any_io_executor& executor, executor_target kind, F&& f) {
+    resumption_memory memory;
+    memory.prepare(kind);
+    memory.used_ = true;  // (`f` may outlive this call: the in-place block is not for it)
+    memory.post_typed(executor, kind, std::forward<F>(f));
+  }
+
  private:
   template <class T>
   friend class resumption_allocator;
@@ -56,7 +68,8 @@ class resumption_memory {
       used_ = true;
       return bytes_;
     }
-    if (size <= spare_capacity) return std::exchange(spare_, nullptr);
+    // (Only a block larger than the in-place one: the runner, asked for after the operation.)
+    if (size > capacity && size <= spare_capacity) return std::exchange(spare_, nullptr);
     return nullptr;
   }
   // Compares addresses only: Asio may give the block back while destroying the posted function,
@@ -68,6 +81,9 @@ class resumption_memory {
   static constexpr std::size_t capacity = 56;
   // A strand's runner: 64 to 72 bytes.
   static constexpr std::size_t spare_capacity = 96;
+  template <class F>
+  void post_typed(const asio::any_io_executor& executor, executor_target kind, F&& f);
+
   alignas(std::max_align_t) std::byte bytes_[capacity];
   bool used_ = false;
   void* spare_ = nullptr;
@@ -112,8 +128,13 @@ class resumption_allocator {
 
 template <class F>
 void resumption_memory::post(const asio::any_io_executor& executor, executor_target kind, F&& f) {
+  used_ = false;  // the last post's block was given back before its resumption ran
+  post_typed(executor, kind, std::forward<F>(f));
+}
+
+template <class F>
+void resumption_memory::post_typed(const asio::any_io_executor& executor, executor_target kind, F&& f) {
   auto post_with_this = [&](const auto& typed) {
-    used_ = false;  // the last post's block was given back before its resumption ran
     asio::prefer(asio::require(typed, asio::execution::blocking.never), asio::execution::relationship.fork,
                  asio::execution::allocator(resumption_allocator<void>(*this)))
         .execute(std::forward<F>(f));
