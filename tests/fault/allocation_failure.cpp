@@ -366,20 +366,14 @@ BOOST_AUTO_TEST_CASE(sync_waits_and_the_awaitable_bridge) {
       });
     }
   });
-  // (operator new only: when the task ends, coral lets go of the awaitable thread it keeps
-  // between awaits by destroying its parked handler, and Asio's awaitable_thread destructor posts
-  // the frames' destruction, which ends the program if that post cannot allocate.)
-  check_every_allocation(
-      "asio::awaitable awaited by a task",
-      [](asio::io_context& ctx) {
-        coral::spawn(ctx, []() -> coral::task<int> {
-          co_return co_await []() -> asio::awaitable<int> {
-            lifetime l;
-            co_return 7;
-          }();
-        });
-      },
-      false);
+  check_every_allocation("asio::awaitable awaited by a task", [](asio::io_context& ctx) {
+    coral::spawn(ctx, []() -> coral::task<int> {
+      co_return co_await []() -> asio::awaitable<int> {
+        lifetime l;
+        co_return 7;
+      }();
+    });
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -142,6 +142,7 @@ class result_segment : public task_segment {
   }
 
   void complete() noexcept override {
+    this->attachments().task_ended();
     std::exchange(frame_, nullptr).destroy();
     end();
   }

@@ -15,6 +15,10 @@ class segment_attachment {
   // The segment leaves its context (it ended, or the context shuts down): let go of what belongs
   // to the context. The segment forgets the attachment, which may destroy itself.
   virtual void leave_context() noexcept = 0;
+  // The segment's task has ended, on its executor, before the segment leaves its context: what
+  // can end the way it would in a running program ends here rather than with the context. The
+  // attachment may forget itself (attachments().remove()) and destroy itself.
+  virtual void task_ended() noexcept {}
 
  protected:
   explicit segment_attachment(const void* k) noexcept : kind(k) {}
@@ -58,6 +62,10 @@ class segment_attachments {
         return;
       }
     }
+  }
+
+  void task_ended() noexcept {
+    for (segment_attachment* a = first_; a;) std::exchange(a, a->next_)->task_ended();
   }
 
   void leave_context() noexcept {

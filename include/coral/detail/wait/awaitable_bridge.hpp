@@ -161,6 +161,24 @@ class awaitable_bridge : public segment_attachment {
     return false;
   }
 
+  // The task has ended: a parked thread ends here, as a co_spawn ends (what it awaits returns, and
+  // the thread returns), and destroys this object. Letting go of its parked handler instead would
+  // have Asio destroy its frames through a post, from the handler's destructor, which ends the
+  // program if the post cannot allocate. Ending it allocates too (co_spawn dispatches its
+  // completion, coral's no-op, through the type-erased executor), but what that throws leaves the
+  // thread with its frames destroyed and nothing else to do: no user code runs here, so nothing
+  // else can throw, and nothing is lost. One that is not parked goes with the context.
+  void task_ended() noexcept final {
+    if (thread_state_.load(std::memory_order_acquire) != parked) return;
+    thread_state_.store(busy, std::memory_order_relaxed);
+    segment_.attachments().remove(*this);
+    closing_ = true;
+    try {
+      parked_.invoke();
+    } catch (...) {
+    }
+  }
+
   // The segment leaves its context: a parked thread goes (Asio destroys its frames on its
   // executor, this object with them); one still on its way to its park goes there, and one in an
   // await goes with the operation it waits on.
@@ -198,6 +216,9 @@ class awaitable_bridge : public segment_attachment {
     if (std::exchange(in_await_, false)) current_->task.let_go();
     return true;
   }
+
+  // On the thread, resumed from its park: whether it was resumed to end (the task has ended).
+  bool closing() const noexcept { return closing_; }
 
   // On the thread, resumed from its park: the await it was resumed for.
   bridged_await& start_await() noexcept {
@@ -381,6 +402,7 @@ class awaitable_bridge : public segment_attachment {
   std::atomic<std::uintptr_t> thread_state_{busy};
   std::atomic<resumer> resumer_{resumer::idle};
   bool in_await_ = false;
+  bool closing_ = false;
   bridged_await* current_ = nullptr;
   bridged_await* ending_ = nullptr;             // from end_await() to the park
   bridged_await* ending_to_publish_ = nullptr;  // left to the resumer (resumer::await_ended)
@@ -423,6 +445,7 @@ class typed_awaitable_bridge final : public awaitable_bridge {
       const bool throws = co_await asio::this_coro::throw_if_cancelled();
       co_await asio::this_coro::throw_if_cancelled(false);
       co_await bridge.next_await();
+      if (bridge.closing()) co_return;
       co_await asio::this_coro::throw_if_cancelled(throws);
       auto& await = static_cast<asio_awaitable_awaiter<T>&>(bridge.start_await());
       try {
