@@ -404,9 +404,7 @@ asio::awaitable<int> waiting_until_cancelled(std::shared_ptr<std::promise<void>>
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_awaits_asio_awaitables_of_every_shape_and_stays_on_its_executor, Place,
-                              every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_task_awaits_asio_awaitables_of_every_shape_and_stays_on_its_executor, every_place) {
   auto j = coral::spawn(place.get_executor(), await_every_shape(300));
   const auto [sum, off_executor] = get_within(std::move(j));
   BOOST_TEST(sum == 299L * 300 / 2);
@@ -416,8 +414,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_awaits_asio_awaitables_of_every_shape_and_s
 
 // Spawned with a token that cannot cancel, a task on a multi-threaded executor runs without a
 // strand: the awaitable's end and the task's suspension race on different threads.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_nothing_can_cancel_awaits_asio_awaitables_on_any_thread, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_task_nothing_can_cancel_awaits_asio_awaitables_on_any_thread, every_place) {
   for (int round = 0; round < 8; ++round) {
     auto f = coral::spawn(place.get_executor(), await_every_shape(120), asio::use_future);
     BOOST_REQUIRE(f.wait_for(patience) == std::future_status::ready);
@@ -430,9 +427,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_task_nothing_can_cancel_awaits_asio_awaitables_o
 
 // An awaitable may move itself to another executor (bind_executor) and end there, on another
 // thread, racing the task's own suspension; the task still resumes on its executor.
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_that_ends_on_another_executor_resumes_the_task_on_its_own, Place,
+CORAL_TEST_CASE_ON_EACH_PLACE(an_asio_awaitable_that_ends_on_another_executor_resumes_the_task_on_its_own,
                               every_place) {
-  Place place;
   asio::thread_pool elsewhere(2);
   // Counts the awaits that did not start on the task's executor.
   auto hop_and_return = [](asio::thread_pool::executor_type to, int v, int& off) -> asio::awaitable<int> {
@@ -457,9 +453,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_that_ends_on_another_executor_re
   elsewhere.join();
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_reaches_the_asio_awaitable_it_waits_in_and_later_awaits_fail, Place,
+CORAL_TEST_CASE_ON_EACH_PLACE(cancelling_a_task_reaches_the_asio_awaitable_it_waits_in_and_later_awaits_fail,
                               every_place) {
-  Place place;
   auto started = std::make_shared<std::promise<void>>();
   auto j = coral::spawn(place.get_executor(), [started]() -> coral::task<std::string> {
     std::string log = std::to_string(co_await ready_value(1));
@@ -483,8 +478,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_reaches_the_asio_awaitable_it_wa
   BOOST_TEST(lifetime::alive == 0);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_tasks_at_random_moments_of_their_asio_awaits_loses_nothing, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(cancelling_tasks_at_random_moments_of_their_asio_awaits_loses_nothing, places) {
   std::mt19937 random(std::random_device{}());
   for (int round = 0; round < 60; ++round) {
     auto j = coral::spawn(place.get_executor(), await_every_shape(400));
@@ -622,9 +616,8 @@ bool lifetimes_end(const Executor& executor) {
 // The exception an initiation throws ends the task's await: the task catches it, and nothing of
 // the await (the awaitable thread, the task's frame) is touched after it is gone. Spawned with a
 // token that cannot cancel too: a task on a multi-threaded executor then has no strand.
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_whose_initiation_throws_fails_the_await_with_that_exception, Place,
+CORAL_TEST_CASE_ON_EACH_PLACE(an_asio_awaitable_whose_initiation_throws_fails_the_await_with_that_exception,
                               every_place) {
-  Place place;
   BOOST_TEST(get_within(coral::spawn(place.get_executor(), await_initiations_that_throw(4))) ==
              expected_initiation_log(4));
   auto f = coral::spawn(place.get_executor(), await_initiations_that_throw(4), asio::use_future);
@@ -633,9 +626,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_asio_awaitable_whose_initiation_throws_fails_th
   BOOST_TEST(lifetimes_end(place.get_executor()));
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_initiation_that_throws_fails_the_job_when_the_task_does_not_catch_it, Place,
-                              every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(an_initiation_that_throws_fails_the_job_when_the_task_does_not_catch_it, every_place) {
   auto first = coral::spawn(place.get_executor(),
                             []() -> coral::task<int> { co_return co_await initiation_throws<initiation_error>(); });
   BOOST_CHECK_EXCEPTION(get_within(std::move(first)), std::runtime_error,

@@ -64,8 +64,7 @@ BOOST_AUTO_TEST_CASE(nothing_runs_before_the_first_value_is_asked_for_and_then_o
   BOOST_TEST(get_within(std::move(j)) == (std::vector<int>{0, 1, 2}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_body_can_await_channels_sleeps_tasks_and_asio_operations, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_body_can_await_channels_sleeps_tasks_and_asio_operations, places) {
   coral::channel<int> ch(1);
   BOOST_REQUIRE(ch.try_send(0));
   auto j = coral::spawn(place.get_executor(), drain(waiting_on_everything(ch)));
@@ -118,8 +117,7 @@ BOOST_AUTO_TEST_CASE(an_exception_in_the_body_is_rethrown_by_next_and_then_the_g
   BOOST_TEST(get_within(std::move(j)) == "1 body failed ended");
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_the_consumer_reaches_the_wait_inside_the_body, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(cancelling_the_consumer_reaches_the_wait_inside_the_body, places) {
   auto started = std::make_shared<std::promise<void>>();
   auto j = coral::spawn(place.get_executor(), [started]() -> coral::task<> {
     auto g = [](auto started) -> coral::async_generator<lifetime> {
@@ -397,9 +395,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_hundred_thousand_chained_maps_filters_and_takes_
   }
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(an_unfinished_chain_of_a_hundred_thousand_maps_is_destroyed_without_growing_the_stack,
-                              Place, chain_places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(an_unfinished_chain_of_a_hundred_thousand_maps_is_destroyed_without_growing_the_stack,
+                              chain_places) {
   auto produced = std::make_shared<std::atomic<int>>(0);
   auto j = coral::spawn(place.get_executor(), [](coral::async_generator<traced> g) -> coral::task<int> {
     auto first = co_await g.next();

@@ -189,8 +189,7 @@ BOOST_AUTO_TEST_CASE(a_channel_closed_with_a_cause_hands_out_its_values_then_the
   BOOST_TEST(!ch.try_send(3));
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_waiting_receiver_gets_the_cause_of_a_close, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_waiting_receiver_gets_the_cause_of_a_close, places) {
   coral::channel<int> ch;
   auto started = std::make_shared<std::promise<void>>();
   auto j = coral::spawn(place.get_executor(), [&ch, started]() -> coral::task<std::string> {
@@ -211,8 +210,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(produce)
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(produce_feeds_a_channel_and_closes_it_when_the_producer_returns, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(produce_feeds_a_channel_and_closes_it_when_the_producer_returns, places) {
   auto j = coral::spawn(place.get_executor(), [ex = place.get_executor()]() -> coral::task<std::vector<int>> {
     auto numbers = coral::produce<int>(ex, 2, [](coral::channel<int>& out) -> coral::task<> {
       for (int i = 0; i < 100; ++i) co_await out.send(i);
@@ -224,8 +222,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(produce_feeds_a_channel_and_closes_it_when_the_pro
   for (int i = 0; i < 100; ++i) BOOST_TEST(got[i] == i);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_producer_that_throws_closes_its_channel_with_that_cause, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_producer_that_throws_closes_its_channel_with_that_cause, places) {
   auto j = coral::spawn(place.get_executor(), [ex = place.get_executor()]() -> coral::task<std::string> {
     auto numbers = coral::produce<int>(ex, 8, [](coral::channel<int>& out) -> coral::task<> {
       for (int i = 0; i < 3; ++i) co_await out.send(i);
@@ -242,8 +239,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_producer_that_throws_closes_its_channel_with_tha
   BOOST_TEST(get_within(std::move(j)) == "012 no more numbers");
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_consumer_that_stops_ends_its_producer, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_consumer_that_stops_ends_its_producer, places) {
   auto ended = std::make_shared<std::promise<std::string>>();
   auto j = coral::spawn(place.get_executor(), [ex = place.get_executor(), ended]() -> coral::task<int> {
     auto numbers = coral::produce<payload>(ex, 4, [ended](coral::channel<payload>& out) -> coral::task<> {
@@ -572,8 +568,7 @@ BOOST_AUTO_TEST_CASE(a_raced_receive_that_won_leaves_the_value_to_the_subscriber
 // sibling failed, or a copy or move of T on the receiving side threw, at any of the n-th
 // constructions), each subscriber's or channel's next receive gets its value; if it succeeds, the
 // task has each value once.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_when_all_of_receives_that_fails_leaves_each_value_where_it_was, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_when_all_of_receives_that_fails_leaves_each_value_where_it_was, every_place) {
   auto ex = place.get_executor();
   using std::chrono::milliseconds;
   const char* forms[] = {"when_all(sa.receive(), sb.receive())",
@@ -645,10 +640,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_when_all_of_receives_that_fails_leaves_each_valu
 // tokio's broadcast test, on every executor kind: several senders, several subscribers, a buffer
 // small enough that senders wait for the slowest; each subscriber saw every value of every
 // sender, each sender's in order, and nothing twice.
-BOOST_AUTO_TEST_CASE_TEMPLATE(every_subscriber_receives_every_value_in_order_and_a_send_waits_for_the_slowest, Place,
+CORAL_TEST_CASE_ON_EACH_PLACE(every_subscriber_receives_every_value_in_order_and_a_send_waits_for_the_slowest,
                               every_place) {
   constexpr int senders = 3, per_sender = 120, subscribers = 4;
-  Place place;
   coral::broadcast_channel<stamped> b(2);
   std::vector<coral::job<subscriber_log>> readers;
   for (int s = 0; s < subscribers; ++s)
@@ -729,9 +723,8 @@ BOOST_AUTO_TEST_CASE(a_subscriber_that_fell_behind_gets_lagged_with_what_it_miss
 
 // A fast sender and slow subscribers across threads: every value a subscriber did not receive is
 // counted by its lagged errors, and what it received came in order.
-BOOST_AUTO_TEST_CASE_TEMPLATE(under_drop_oldest_missed_plus_received_is_what_was_sent, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(under_drop_oldest_missed_plus_received_is_what_was_sent, places) {
   constexpr int per_sender = 5000, subscribers = 3;
-  Place place;
   coral::broadcast_channel<stamped> b(4, coral::overflow::drop_oldest);
   std::vector<coral::job<subscriber_log>> readers;
   for (int s = 0; s < subscribers; ++s)
@@ -817,8 +810,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(subscribers_leaving_mid_stream_never_strand_a_wait
 
 // A cancelled send sent nothing; a cancelled receive took nothing (the subscriber's place is
 // unchanged); raced and timed operations that lost did not happen, on every executor kind.
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelled_raced_and_timed_operations_that_lost_did_not_happen, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(cancelled_raced_and_timed_operations_that_lost_did_not_happen, every_place) {
   coral::broadcast_channel<int> b(1);
   auto first = b.subscribe();
   auto second = b.subscribe();
@@ -877,8 +869,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(cancelled_raced_and_timed_operations_that_lost_did
 
 // One send wakes two waiting receives that are branches of one race: the first wins and takes the
 // value, the second lost and took nothing (its subscriber still has the value to receive).
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_handed_to_two_waiting_receives_of_one_race_is_taken_by_one, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_value_handed_to_two_waiting_receives_of_one_race_is_taken_by_one, places) {
   coral::broadcast_channel<int> b(2);
   auto first = b.subscribe();
   auto second = b.subscribe();
@@ -914,8 +905,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_handed_to_two_waiting_receives_of_one_race
 
 // A cancellation that races a send handing the value over: the receive either got the value or
 // took nothing, never both or neither.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_cancelled_while_a_value_is_handed_to_it_gets_it_or_leaves_it, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_receive_cancelled_while_a_value_is_handed_to_it_gets_it_or_leaves_it, places) {
   coral::broadcast_channel<int> b(4);
   auto sub = b.subscribe();
   for (int round = 0; round < 150; ++round) {
@@ -943,9 +933,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_cancelled_while_a_value_is_handed_to_it_
 // asyncio's wait_for around every operation: sends and receives time out at random moments and
 // are retried. A send that timed out sent nothing and a receive that timed out took nothing, so
 // every subscriber still sees every value exactly once, in order.
-BOOST_AUTO_TEST_CASE_TEMPLATE(timed_out_sends_and_receives_retried_lose_and_duplicate_nothing, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(timed_out_sends_and_receives_retried_lose_and_duplicate_nothing, places) {
   constexpr int senders = 2, per_sender = 80, subscribers = 3;
-  Place place;
   coral::broadcast_channel<stamped> b(1);
   std::atomic<int> timeouts{0};
   std::vector<coral::job<subscriber_log>> readers;

@@ -73,8 +73,7 @@ BOOST_AUTO_TEST_CASE(a_spawned_lambda_keeps_its_captures_alive) {
 
 // ... until the task ends, as asio::co_spawn's: a job handle kept afterwards does not keep them (a
 // captured subscriber would hold back a broadcast channel's senders, a captured guard its lock).
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_spawned_lambdas_captures_go_when_its_task_ends_not_with_its_job, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_spawned_lambdas_captures_go_when_its_task_ends_not_with_its_job, every_place) {
   auto captured = std::make_shared<int>(7);
   const std::weak_ptr<int> watch = captured;
   auto j = coral::spawn(place.get_executor(), [captured = std::move(captured)]() -> coral::task<int> {

@@ -252,50 +252,66 @@ struct owned_event_loop {
 #define CORAL_TEST_OWNED_CONTEXTS
 using owned_contexts = std::tuple<owned_io_context, owned_event_loop>;
 
+// Where a test's tasks run, as a test body sees it.
+struct place {
+  virtual ~place() = default;
+  virtual boost::asio::any_io_executor get_executor() = 0;
+};
+
+// A test case run on each place of `place_list` (a std::tuple of places below), whose body sees
+// its place as `place` (a coral_test::place&): the body is compiled once, not once per place.
+#define CORAL_TEST_CASE_ON_EACH_PLACE(test_name, place_list)    \
+  static void test_name##_on(::coral_test::place& place);       \
+  BOOST_AUTO_TEST_CASE_TEMPLATE(test_name, Place, place_list) { \
+    Place on;                                                   \
+    test_name##_on(on);                                         \
+  }                                                             \
+  static void test_name##_on(::coral_test::place& place)
+
 // Where a test's tasks run: every executor kind the rules must hold on.
-struct on_event_loop {
+struct on_event_loop : place {
   static constexpr const char* name = "event_loop";
   coral::event_loop loop;
-  boost::asio::any_io_executor get_executor() { return loop.get_executor(); }
+  boost::asio::any_io_executor get_executor() override { return loop.get_executor(); }
 };
-struct on_io_context_2_threads {
+struct on_io_context_2_threads : place {
   running_io_context context{2};
-  boost::asio::any_io_executor get_executor() { return context.get_executor(); }
+  boost::asio::any_io_executor get_executor() override { return context.get_executor(); }
 };
-struct on_thread_pool {
+struct on_thread_pool : place {
   boost::asio::thread_pool pool{2};
-  boost::asio::any_io_executor get_executor() { return pool.get_executor(); }
+  boost::asio::any_io_executor get_executor() override { return pool.get_executor(); }
   ~on_thread_pool() {
     pool.stop();
     pool.join();
   }
 };
-struct on_pool_strand {
+struct on_pool_strand : place {
   boost::asio::thread_pool pool{2};
-  boost::asio::any_io_executor get_executor() { return boost::asio::make_strand(pool.get_executor()); }
+  boost::asio::any_io_executor get_executor() override { return boost::asio::make_strand(pool.get_executor()); }
   ~on_pool_strand() {
     pool.stop();
     pool.join();
   }
 };
-struct on_default_pool {
-  boost::asio::any_io_executor get_executor() { return coral::pool_executor{}; }
+struct on_default_pool : place {
+  boost::asio::any_io_executor get_executor() override { return coral::pool_executor{}; }
 };
 using places = std::tuple<on_event_loop, on_io_context_2_threads, on_thread_pool, on_pool_strand, on_default_pool>;
 
 // The rest of the executor kinds, for rules that must hold on all of them.
-struct on_io_context_1_thread {
+struct on_io_context_1_thread : place {
   running_io_context context{1};
-  boost::asio::any_io_executor get_executor() { return context.get_executor(); }
+  boost::asio::any_io_executor get_executor() override { return context.get_executor(); }
 };
-struct on_inline_executor {
-  boost::asio::any_io_executor get_executor() { return coral::inline_executor{}; }
+struct on_inline_executor : place {
+  boost::asio::any_io_executor get_executor() override { return coral::inline_executor{}; }
 };
-struct on_loop_executor {
-  boost::asio::any_io_executor get_executor() { return coral::loop_executor{}; }
+struct on_loop_executor : place {
+  boost::asio::any_io_executor get_executor() override { return coral::loop_executor{}; }
 };
-struct on_new_thread_executor {
-  boost::asio::any_io_executor get_executor() { return coral::new_thread_executor{}; }
+struct on_new_thread_executor : place {
+  boost::asio::any_io_executor get_executor() override { return coral::new_thread_executor{}; }
 };
 using every_place =
     std::tuple<on_event_loop, on_io_context_1_thread, on_io_context_2_threads, on_thread_pool, on_pool_strand,

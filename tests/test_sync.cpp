@@ -139,8 +139,7 @@ void check_permits_bound_concurrency(ExecutorOf executor_of, int tasks, int roun
 
 BOOST_AUTO_TEST_SUITE(both_styles)
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_and_scoped_locks_and_permits_bound_concurrency, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(std_style_and_scoped_locks_and_permits_bound_concurrency, every_place) {
   check_mutual_exclusion([&](int) { return place.get_executor(); }, 8, 200);
   check_permits_bound_concurrency([&](int) { return place.get_executor(); }, 12, 100, 3);
 }
@@ -178,8 +177,7 @@ BOOST_AUTO_TEST_CASE(unlock_of_a_mutex_nobody_holds_throws_and_makes_no_second_h
   BOOST_TEST(!m.try_lock());
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_task_when_they_win, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(std_style_raced_and_timed_locks_are_held_by_the_task_when_they_win, every_place) {
   coral::async_mutex m;
   coral::semaphore s(1);
   coral::event never;
@@ -227,8 +225,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(std_style_raced_and_timed_locks_are_held_by_the_ta
   BOOST_TEST(s.available() == 1u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_that_drops_a_std_style_lock_or_permit_gives_it_back, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_join_that_drops_a_std_style_lock_or_permit_gives_it_back, every_place) {
   coral::async_mutex m;
   coral::semaphore s(1);
   auto fails = []() -> coral::task<> {
@@ -268,8 +265,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_that_drops_a_std_style_lock_or_permit_gives
 
 // A join inside a join (nested when_all / when_any, chained operators, a timeout around a join)
 // keeps what its branches took until the outermost join hands it to the task, or gives it back.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_inside_a_join_gives_back_what_the_outer_join_drops, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_join_inside_a_join_gives_back_what_the_outer_join_drops, every_place) {
   coral::async_mutex m;
   coral::shared_mutex rw;
   coral::semaphore s(2);
@@ -352,8 +348,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_join_inside_a_join_gives_back_what_the_outer_joi
 
 // The awaiting task is cancelled while a nested join holds a lock its branch took: it is given
 // back.
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_a_task_whose_nested_join_holds_a_lock_gives_it_back, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(cancelling_a_task_whose_nested_join_holds_a_lock_gives_it_back, every_place) {
   coral::async_mutex m;
   coral::semaphore s(1);
   coral::event never;
@@ -541,11 +536,9 @@ BOOST_AUTO_TEST_CASE(a_lock_handed_to_a_waiter_cancelled_at_that_moment_goes_to_
   BOOST_TEST(locked_total > 0);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_lock_handed_over_while_its_race_is_decided_goes_to_exactly_one_place, Place,
-                              every_place) {
+CORAL_TEST_CASE_ON_EACH_PLACE(a_lock_handed_over_while_its_race_is_decided_goes_to_exactly_one_place, every_place) {
   // The holder unlocks at random moments around the deadline of a waiter's with_timeout(m.lock()),
   // from another task: the waiter either holds the lock (and knows it) or the lock stays free.
-  Place place;
   coral::async_mutex m;
   std::mt19937 random(7);
   int won = 0, lost = 0;
@@ -935,9 +928,8 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_whose_tasks_another_context_keeps_waki
   }
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_raced_lock_acquire_or_wait_that_loses_takes_nothing_and_one_that_wins_yields_its_guard,
-                              Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_raced_lock_acquire_or_wait_that_loses_takes_nothing_and_one_that_wins_yields_its_guard,
+                              every_place) {
   coral::async_mutex m;
   coral::semaphore permits(1);
   coral::event ev;
@@ -986,8 +978,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(latch)
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(the_last_arrival_wakes_every_waiter_and_none_goes_on_before_it, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(the_last_arrival_wakes_every_waiter_and_none_goes_on_before_it, every_place) {
   constexpr int tasks = 6;
   coral::latch all_arrived(tasks);
   std::atomic<int> arrived{0}, early{0};
@@ -1029,8 +1020,7 @@ BOOST_AUTO_TEST_CASE(waiters_are_woken_in_order_on_their_own_executor_never_insi
   BOOST_TEST(order == (std::vector<int>{0, 1, 2}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_latch_wait_is_cancellable_raceable_and_timed, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_latch_wait_is_cancellable_raceable_and_timed, every_place) {
   coral::latch never(1);
   coral::latch open(0);
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
@@ -1101,9 +1091,7 @@ BOOST_AUTO_TEST_SUITE(barrier)
 // As std::barrier users check it: tasks on every executor kind go through many phases; the
 // completion sees every participant arrived for its phase and none ahead, and a task resumes from
 // phase p only after the completion of p ran.
-BOOST_AUTO_TEST_CASE_TEMPLATE(every_phase_completes_once_after_all_arrived_and_before_any_waiter_goes_on, Place,
-                              every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(every_phase_completes_once_after_all_arrived_and_before_any_waiter_goes_on, every_place) {
   constexpr int tasks = 5, phases = 40;
   std::atomic<int> arrivals{0}, completions{0}, wrong_at_completion{0}, wrong_after_wait{0};
   coral::barrier sync(tasks, [&]() noexcept {
@@ -1180,8 +1168,7 @@ BOOST_AUTO_TEST_CASE(more_arrivals_than_participants_throw_and_change_nothing) {
 }
 
 // A failed wait did not arrive: the phase still waits for that participant.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_raced_or_timed_out_wait_withdraws_its_arrival, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_cancelled_raced_or_timed_out_wait_withdraws_its_arrival, every_place) {
   std::atomic<int> completions{0};
   coral::barrier sync(2, [&]() noexcept { ++completions; });
   coral::event never;
@@ -1224,8 +1211,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_raced_or_timed_out_wait_withdraws_its_
 // Two participants, one of which waits with a short random time limit and arrives again after
 // each timeout: its timed-out waits never count, its successful ones always do, so both see the
 // same phases, on every executor kind.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_timed_out_wait_never_counts_and_a_successful_one_always_does, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_timed_out_wait_never_counts_and_a_successful_one_always_does, places) {
   constexpr int phases = 200;
   std::atomic<int> completions{0}, patient_wrong{0}, hasty_wrong{0}, timeouts{0};
   coral::barrier sync(2, [&]() noexcept { ++completions; });
@@ -1381,9 +1367,8 @@ BOOST_AUTO_TEST_CASE(destroying_a_watch_closes_it_for_its_receivers) {
   BOOST_TEST(r.get() == 7);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(changed_is_cancellable_raceable_and_timed_and_a_failed_one_marks_nothing_read, Place,
+CORAL_TEST_CASE_ON_EACH_PLACE(changed_is_cancellable_raceable_and_timed_and_a_failed_one_marks_nothing_read,
                               every_place) {
-  Place place;
   coral::watch<int> w(0);
   coral::channel<int> ch(1);
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::vector<std::string>> {
@@ -1428,8 +1413,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(changed_is_cancellable_raceable_and_timed_and_a_fa
 
 // As tokio users check a watch: a fast sender and slow receivers on every executor kind; each
 // receiver sees values in increasing order only, and the last one sent before close().
-BOOST_AUTO_TEST_CASE_TEMPLATE(slow_receivers_never_go_back_and_all_see_the_last_value, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(slow_receivers_never_go_back_and_all_see_the_last_value, every_place) {
   constexpr int values = 2000, receivers = 4;
   coral::watch<int> w(0);
   std::vector<coral::job<std::pair<int, int>>> jobs;
@@ -1579,9 +1563,8 @@ void check_readers_writers_exclusion(ExecutorOf executor_of, int tasks, int roun
 }
 
 // `n` rounds of work, fewer on new_thread_executor (where every resumption starts a thread).
-template <class Place>
-constexpr int rounds_for(int n) {
-  return std::is_same_v<Place, on_new_thread_executor> ? n / 10 : n;
+int rounds_for(place& p, int n) {
+  return dynamic_cast<on_new_thread_executor*>(&p) ? n / 10 : n;
 }
 
 // Records, in order, each task entering ("W1 in") and leaving ("W1 out") the lock.
@@ -1594,9 +1577,8 @@ struct entry_log {
 
 BOOST_AUTO_TEST_SUITE(shared_mutex)
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(readers_share_and_writers_exclude_in_both_styles, Place, every_place) {
-  Place place;
-  check_readers_writers_exclusion([&](int) { return place.get_executor(); }, 8, rounds_for<Place>(150), 3);
+CORAL_TEST_CASE_ON_EACH_PLACE(readers_share_and_writers_exclude_in_both_styles, every_place) {
+  check_readers_writers_exclusion([&](int) { return place.get_executor(); }, 8, rounds_for(place, 150), 3);
 }
 
 BOOST_AUTO_TEST_CASE(readers_and_writers_exclude_under_contention_on_multi_threaded_executors) {
@@ -1715,8 +1697,7 @@ BOOST_AUTO_TEST_CASE(unlocking_what_is_not_held_throws_and_changes_nothing) {
 }
 
 // A writer that gives up (cancelled, timed out, lost a race) lets in the readers it held back.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_writer_that_gives_up_lets_in_the_readers_behind_it, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_writer_that_gives_up_lets_in_the_readers_behind_it, every_place) {
   coral::shared_mutex m;
   coral::event never;
   BOOST_REQUIRE(m.try_lock_shared());
@@ -1768,9 +1749,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_writer_that_gives_up_lets_in_the_readers_behind_
   BOOST_TEST(m.try_lock());
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(raced_timed_and_joined_locks_of_both_kinds_are_held_only_when_they_win, Place,
-                              every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(raced_timed_and_joined_locks_of_both_kinds_are_held_only_when_they_win, every_place) {
   coral::shared_mutex m;
   coral::event never;
   auto fails = []() -> coral::task<> {
@@ -1941,9 +1920,9 @@ BOOST_AUTO_TEST_SUITE(condition_variable)
 // Producers and consumers over a queue guarded by the mutex, as std::condition_variable users
 // write them: every item is consumed exactly once, consumers see the queue only with the mutex
 // held, and every consumer ends once the producers are done.
-BOOST_AUTO_TEST_CASE_TEMPLATE(producers_and_consumers_with_a_predicate_lose_and_duplicate_nothing, Place, every_place) {
-  Place place;
-  constexpr int producers = 3, consumers = 3, items = rounds_for<Place>(200);
+CORAL_TEST_CASE_ON_EACH_PLACE(producers_and_consumers_with_a_predicate_lose_and_duplicate_nothing, every_place) {
+  constexpr int producers = 3, consumers = 3;
+  const int items = rounds_for(place, 200);
   coral::async_mutex m;
   coral::condition_variable not_empty;
   std::deque<int> queue;
@@ -2001,7 +1980,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(producers_and_consumers_with_a_predicate_lose_and_
   for (auto& j : jobs) get_within(j);
   long total = 0;
   for (auto& j : consumed) total += get_within(j);
-  constexpr long n = long{producers} * items;
+  const long n = long{producers} * items;
   BOOST_TEST(total == n * (n + 1) / 2);
   BOOST_TEST(queue.empty());
   BOOST_TEST(overlaps.load() == 0);
@@ -2062,9 +2041,7 @@ BOOST_AUTO_TEST_CASE(a_wait_with_the_mutex_unlocked_throws_logic_error) {
 
 // A wait that fails (cancelled, timed out, lost its race) locks the mutex again before it throws:
 // while another task holds it, the failed wait does not return.
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_wait_that_fails_returns_holding_the_mutex_and_one_that_wins_a_race_too, Place,
-                              every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_wait_that_fails_returns_holding_the_mutex_and_one_that_wins_a_race_too, every_place) {
   coral::async_mutex m;
   coral::condition_variable cv;
   coral::event never;

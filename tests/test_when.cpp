@@ -37,8 +37,7 @@ coral::task<> nothing() {
 
 BOOST_AUTO_TEST_SUITE(when_all)
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_returns_every_result_by_position, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(when_all_returns_every_result_by_position, places) {
   coral::channel<std::string> ch(1);
   BOOST_TEST(ch.try_send("hello"));
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<bool> {
@@ -50,8 +49,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_returns_every_result_by_position, Place, 
   BOOST_TEST(get_within(std::move(j)));
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_of_a_vector_returns_results_in_order, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(when_all_of_a_vector_returns_results_in_order, places) {
   auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::vector<int>> {
     std::vector<coral::task<int>> tasks;
     for (int i = 0; i < 20; ++i) tasks.push_back(value_after(std::chrono::milliseconds(20 - i), i));
@@ -68,9 +66,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_of_a_vector_returns_results_in_order, Pla
   BOOST_TEST(get_within(std::move(empty)) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_cancels_the_siblings_of_the_first_failure_waits_for_them_and_rethrows_it, Place,
+CORAL_TEST_CASE_ON_EACH_PLACE(when_all_cancels_the_siblings_of_the_first_failure_waits_for_them_and_rethrows_it,
                               places) {
-  Place place;
   auto aborted = std::make_shared<std::atomic<int>>(0);
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
     try {
@@ -145,8 +142,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(destroying_the_context_of_a_waiting_parent_frees_i
   BOOST_TEST(lifetime::alive == 0);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(when_all_awaits_locks_permits_and_events_with_tasks, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(when_all_awaits_locks_permits_and_events_with_tasks, places) {
   coral::async_mutex m;
   coral::semaphore s(0);
   coral::event ev;
@@ -210,9 +206,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(when_any)
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(when_any_returns_the_first_to_end_after_cancelling_and_awaiting_the_others, Place,
-                              places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(when_any_returns_the_first_to_end_after_cancelling_and_awaiting_the_others, places) {
   auto aborted = std::make_shared<std::atomic<int>>(0);
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
     auto r = co_await coral::when_any(sleeper(aborted), value_after(2ms, 7), sleeper(aborted));
@@ -234,9 +228,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(when_any_returns_the_first_to_end_after_cancelling
   BOOST_TEST(aborted->load() == 4);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_failed_winner_is_rethrown_without_waiting_for_a_long_timer, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(a_failed_winner_is_rethrown_without_waiting_for_a_long_timer, places) {
   // asio #900: `op || timer` waited for the whole timer when `op` threw.
-  Place place;
   auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::string> {
     try {
       co_await coral::when_any(fail_after(1ms, "op failed"), std::chrono::hours(1));
@@ -258,8 +251,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_failed_winner_is_rethrown_without_waiting_for_a_
   BOOST_TEST(get_within(std::move(timed)) == "op failed");
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(cancelling_the_awaiting_task_cancels_and_awaits_every_child, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(cancelling_the_awaiting_task_cancels_and_awaits_every_child, places) {
   auto aborted = std::make_shared<std::atomic<int>>(0);
   std::promise<void> started;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
@@ -430,8 +422,7 @@ BOOST_AUTO_TEST_CASE(empty_tasks_and_an_empty_when_any_are_refused_with_a_clear_
 
 // Lossless select: channel operations raced in when_any / with_timeout happen only if they win.
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_over_ready_channels_takes_exactly_one_value, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_select_over_ready_channels_takes_exactly_one_value, places) {
   coral::channel<int> first(1), second(1);
   BOOST_REQUIRE(first.try_send(1));
   BOOST_REQUIRE(second.try_send(2));
@@ -445,10 +436,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_over_ready_channels_takes_exactly_one_val
   BOOST_TEST((got == 1 ? second.size() : first.size()) == 1u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(selects_over_channels_that_are_always_ready_serve_every_channel, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(selects_over_channels_that_are_always_ready_serve_every_channel, places) {
   // Ready operations are tried first, without child tasks, from a rotating start: a channel that
   // is first among the arguments must not win every time.
-  Place place;
   coral::channel<int> first(64), second(64);
   for (int i = 0; i < 64; ++i) {
     BOOST_REQUIRE(first.try_send(i));
@@ -472,11 +462,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(selects_over_channels_that_are_always_ready_serve_
   BOOST_TEST(first.size() + second.size() == 64u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(selects_that_alternate_on_a_thread_serve_every_channel, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(selects_that_alternate_on_a_thread_serve_every_channel, places) {
   // Two selects of the same argument types taking turns (in one loop, and in two tasks that yield
   // between selects): a start position shared by the selects of a thread would make each of them
   // start at the same branch every time and starve the other channel.
-  Place place;
   constexpr int rounds = 200;
   coral::channel<int> a(coral::unlimited), b(coral::unlimited), c(coral::unlimited), d(coral::unlimited),
       e(coral::unlimited), f(coral::unlimited);
@@ -518,12 +507,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(selects_that_alternate_on_a_thread_serve_every_cha
   }
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(channels_ready_at_once_win_equally_often_whatever_else_the_select_waits_for, Place,
-                              places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(channels_ready_at_once_win_equally_often_whatever_else_the_select_waits_for, places) {
   // Go's TestSelectFairness: two channels always ready, two never, 10,000 selects; each ready one
   // must win within 10 standard deviations of half. A first pass from a random start, rotating,
   // gives the first ready channel after the never-ready ones three quarters of the wins.
-  Place place;
   constexpr int trials = 10'000;
   coral::channel<int> first(1), second(1), never, done;
   auto selecting = coral::spawn(place.get_executor(), [&]() -> coral::task<std::array<int, 4>> {
@@ -542,10 +529,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(channels_ready_at_once_win_equally_often_whatever_
   BOOST_TEST(std::abs(wins[0] - mean) <= 10 * sigma, "first won " << wins[0] << " of " << trials);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(locks_permits_and_event_waits_ready_at_once_win_equally_often, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(locks_permits_and_event_waits_ready_at_once_win_equally_often, places) {
   // As Go's fairness bound above, for every kind of lossless operation a select tries first, each
   // pair beside a lock that is never free; what the winner took is given back each time.
-  Place place;
   constexpr int trials = 10'000;
   coral::async_mutex m1, m2, held;
   coral::semaphore s1(1), s2(1);
@@ -586,8 +572,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(locks_permits_and_event_waits_ready_at_once_win_eq
   held.unlock();
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_task_selecting_over_a_ready_channel_takes_nothing, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_cancelled_task_selecting_over_a_ready_channel_takes_nothing, places) {
   coral::channel<int> ready(1), never;
   BOOST_REQUIRE(ready.try_send(1));
   auto started = std::make_shared<std::promise<void>>();
@@ -606,8 +591,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_cancelled_task_selecting_over_a_ready_channel_ta
   BOOST_TEST(ready.size() == 1u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_that_loses_to_a_timer_consumes_nothing_and_stops_waiting, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_receive_that_loses_to_a_timer_consumes_nothing_and_stops_waiting, places) {
   coral::channel<int> ch;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
     auto r = co_await coral::when_any(ch.receive(), 5ms);
@@ -627,8 +611,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_receive_that_loses_to_a_timer_consumes_nothing_a
   BOOST_TEST(!ch.try_send(1));
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_send_that_loses_to_a_timer_delivers_nothing, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_send_that_loses_to_a_timer_delivers_nothing, places) {
   coral::channel<int> ch;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
     auto r = co_await coral::when_any(ch.send(7), coral::sleep_for(5ms));
@@ -638,8 +621,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_send_that_loses_to_a_timer_delivers_nothing, Pla
   BOOST_TEST(!ch.try_receive().has_value());  // the send is not waiting any more either
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(two_selects_that_meet_agree_on_what_happened, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(two_selects_that_meet_agree_on_what_happened, places) {
   for (int round = 0; round < 50; ++round) {
     coral::channel<int> ab, ba;
     auto a = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
@@ -660,8 +642,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(two_selects_that_meet_agree_on_what_happened, Plac
   }
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_never_meets_itself, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_select_never_meets_itself, places) {
   coral::channel<int> unbuffered;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::size_t> {
     auto r = co_await coral::when_any(unbuffered.send(1), unbuffered.receive(), 5ms);
@@ -677,8 +658,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_select_never_meets_itself, Place, places) {
   BOOST_TEST(buffered.size() == 1u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_closed_channel_ends_a_select_with_channel_closed, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_closed_channel_ends_a_select_with_channel_closed, places) {
   coral::channel<int> open, closed;
   closed.close();
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<> {
@@ -894,8 +874,7 @@ coral::task<slow_value> fail_now() {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(values_a_join_drops_are_destroyed_before_it_returns, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(values_a_join_drops_are_destroyed_before_it_returns, every_place) {
   for (int round = 0; round < 20; ++round) {
     slow_value::reset();
     auto j = coral::spawn(place.get_executor(), []() -> coral::task<int> {
@@ -930,8 +909,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(values_a_join_drops_are_destroyed_before_it_return
   }
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_permit_or_lock_a_join_drops_is_given_back, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_permit_or_lock_a_join_drops_is_given_back, every_place) {
   coral::semaphore s(2);
   coral::async_mutex m;
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<int> {
@@ -953,9 +931,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_permit_or_lock_a_join_drops_is_given_back, Place
   BOOST_TEST(m.try_lock());
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_taken_from_a_child_on_another_executor_leaves_nothing_behind, Place,
-                              every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_value_taken_from_a_child_on_another_executor_leaves_nothing_behind, every_place) {
   for (int round = 0; round < 20; ++round) {
     slow_value::reset();
     auto j = coral::spawn(place.get_executor(), []() -> coral::task<int> {
@@ -971,8 +947,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_value_taken_from_a_child_on_another_executor_lea
   }
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_job_reports_done_only_when_nothing_of_its_task_is_left, Place, every_place) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_job_reports_done_only_when_nothing_of_its_task_is_left, every_place) {
   for (int round = 0; round < 20; ++round) {
     slow_value::reset();
     {
@@ -1041,8 +1016,7 @@ BOOST_AUTO_TEST_CASE(or_gives_the_first_to_end_by_position_and_flattens) {
   BOOST_TEST(get_within(std::move(j)) == "1b123");
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(a_failure_in_and_cancels_the_other_operand_and_is_rethrown, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(a_failure_in_and_cancels_the_other_operand_and_is_rethrown, places) {
   auto aborted = std::make_shared<std::atomic<int>>(0);
   auto j = coral::spawn(place.get_executor(),
                         [aborted]() -> coral::task<> { co_await (sleeper(aborted) && fail_after(1ms, "failed")); });
@@ -1050,9 +1024,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_failure_in_and_cancels_the_other_operand_and_is_
   BOOST_TEST(aborted->load() == 1);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(or_ends_with_the_first_operand_to_end_even_a_failure_and_cancels_the_other, Place,
-                              places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(or_ends_with_the_first_operand_to_end_even_a_failure_and_cancels_the_other, places) {
   auto aborted = std::make_shared<std::atomic<int>>(0);
   auto j = coral::spawn(place.get_executor(),
                         [aborted]() -> coral::task<> { co_await (sleeper(aborted) || fail_after(1ms, "failed")); });
@@ -1060,9 +1032,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(or_ends_with_the_first_operand_to_end_even_a_failu
   BOOST_TEST(aborted->load() == 1);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(or_over_asio_operations_cancels_the_loser_as_asio_does, Place, places) {
+CORAL_TEST_CASE_ON_EACH_PLACE(or_over_asio_operations_cancels_the_loser_as_asio_does, places) {
   // The Asio idiom `op(use_awaitable) || timer.async_wait(use_awaitable)`, with use_task.
-  Place place;
   auto j = coral::spawn(place.get_executor(), []() -> coral::task<std::pair<std::size_t, bool>> {
     auto ex = co_await coral::this_task::executor;
     asio::steady_timer slow(ex, std::chrono::hours(1)), fast(ex, 1ms);
@@ -1092,8 +1063,7 @@ BOOST_AUTO_TEST_CASE(operators_mix_tasks_and_asio_awaitables) {
   BOOST_TEST(index == 0u);
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(or_over_channel_operations_is_a_lossless_select, Place, places) {
-  Place place;
+CORAL_TEST_CASE_ON_EACH_PLACE(or_over_channel_operations_is_a_lossless_select, places) {
   coral::channel<int> first, second(1);
   BOOST_REQUIRE(second.try_send(2));
   auto j = coral::spawn(place.get_executor(), [&]() -> coral::task<std::string> {
