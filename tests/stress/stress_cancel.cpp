@@ -96,9 +96,12 @@ BOOST_AUTO_TEST_CASE(random_cancellation_across_executors_ends_every_job_and_los
   const int tasks_per_round = 36;
   for (int round = 0; round < rounds; ++round) {
     std::mt19937 rng(1000 + round);
-    running_io_context io(2);
     asio::thread_pool pool(2);
     coral::event_loop loop;
+    // Declared after the contexts the tasks run on, so that it stops first: a socket read on it
+    // may still hold, inside Asio, a task's executor (a strand of the pool, counted as work) just
+    // after the task ended, and destroying that executor needs its context alive.
+    running_io_context io(2);
     std::vector<std::pair<std::string, asio::any_io_executor>> executors{
         {"io_context, 2 threads", io.get_executor()},
         {"thread_pool", pool.get_executor()},
