@@ -35,6 +35,15 @@ class task_result {
   using lent = std::conditional_t<lendable_v<T>, loan<T>, no_loan>;
 
  public:
+  task_result() noexcept { std::construct_at(&state_); }
+  task_result(const task_result&) = delete;
+  task_result& operator=(const task_result&) = delete;
+  // Nothing, or a value that needs no destructor (an int, a pointer), is left as it is: the
+  // variant's own destructor dispatches through a call even then, on every await of a child.
+  ~task_result() {
+    if (state_.index() > 1 || !std::is_trivially_destructible_v<stored>) std::destroy_at(&state_);
+  }
+
   template <class... U>
   void set_value(U&&... value) {
     // Set once, on an empty result (co_return). The empty variant holds nothing to destroy, so the
@@ -204,7 +213,10 @@ class task_result {
     throw std::logic_error("coral: the task has no result (it did not complete)");
   }
 
-  std::variant<std::monostate, stored, task_failure, lent> state_;
+  // (In a union, so that the destructor above decides whether the variant's runs.)
+  union {
+    std::variant<std::monostate, stored, task_failure, lent> state_;
+  };
 };
 
 // Hands a result over to the task awaiting it (rethrowing its exception): what it holds becomes
