@@ -152,7 +152,13 @@ class child_segment_awaiter : public external_wait {
     if (here) {
       state->start_here();
     } else {
-      state->start();
+      // A start that cannot be queued (an allocation failed) ends the child unstarted with that
+      // exception, which the parent, resumed through its executor, rethrows as the child's.
+      try {
+        state->start();
+      } catch (...) {
+        state->discard(std::current_exception());
+      }
     }
   }
 

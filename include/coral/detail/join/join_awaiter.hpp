@@ -97,6 +97,10 @@ class join_awaiter_base : public external_wait {
 
   // Starts a member: on the spot when it runs on the parent's executor, else through its own.
   // Once the join is decided (a child failed, or won), the members not started yet never run.
+  // A member whose start cannot be queued (an allocation failed) ends unstarted with that
+  // exception, as a child that failed at once: the members started before it may be running
+  // already, so the exception decides the join rather than leaving it, and reaches the parent
+  // once they have ended.
   template <class T>
   void start(join_member<T>& member) {
     if (join_->decided_branch() >= 0) {
@@ -104,7 +108,11 @@ class join_awaiter_base : public external_wait {
     } else if (join_->starts_here(member.index())) {
       member.start_here();
     } else {
-      member.start();
+      try {
+        member.start();
+      } catch (...) {
+        member.discard(std::current_exception());
+      }
     }
   }
 
