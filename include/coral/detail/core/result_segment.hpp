@@ -134,6 +134,16 @@ class result_segment : public task_segment {
     }
     this->release_keep_alive();
   }
+  // As start(), for a starter that cannot take the exception (a parent that has started other
+  // children, or is suspending on this one): a start that cannot be queued ends the task unstarted
+  // with that exception, as a task that failed at once, and its awaiter hears it.
+  void start_or_discard() noexcept {
+    try {
+      start();
+    } catch (...) {
+      discard(std::current_exception());
+    }
+  }
   // Starts the attached frame here (the caller runs on the executor).
   // (Not a new turn of the executor: the caller's turn goes on.)
   void start_here() {

@@ -152,13 +152,8 @@ class child_segment_awaiter : public external_wait {
     if (here) {
       state->start_here();
     } else {
-      // A start that cannot be queued (an allocation failed) ends the child unstarted with that
-      // exception, which the parent, resumed through its executor, rethrows as the child's.
-      try {
-        state->start();
-      } catch (...) {
-        state->discard(std::current_exception());
-      }
+      // (The parent, resumed through its executor, rethrows a failed start as the child's.)
+      state->start_or_discard();
     }
   }
 

@@ -108,11 +108,7 @@ class join_awaiter_base : public external_wait {
     } else if (join_->starts_here(member.index())) {
       member.start_here();
     } else {
-      try {
-        member.start();
-      } catch (...) {
-        member.discard(std::current_exception());
-      }
+      member.start_or_discard();
     }
   }
 
