@@ -240,18 +240,26 @@ struct initiate_spawn {
           pending.gate().claim(
               p,
               [&] {
-                auto target = asio::prefer(*p.work, asio::execution::outstanding_work.untracked);
-                dispatch_with(target, allocator,
-                              [h = std::move(*p.handler), slot, error = std::move(error), v = std::move(value),
-                               w = std::move(*p.work)]() mutable {
-                                if (slot.is_connected()) slot.clear();
-                                if constexpr (std::is_void_v<T>) {
-                                  static_cast<void>(v);  // a std::monostate: a task<void> has no value
-                                  std::move(h)(error);
-                                } else {
-                                  std::move(h)(error, std::move(v));
-                                }
-                              });
+                // A dispatch that cannot allocate (a strand behind an any_io_executor allocates in
+                // Asio's prefer and dispatch) has nowhere to deliver: the handler and its work go
+                // here, unrun, inside the pass, and the exception is reported as a callback's.
+                try {
+                  auto target = asio::prefer(*p.work, asio::execution::outstanding_work.untracked);
+                  dispatch_with(target, allocator,
+                                [h = std::move(*p.handler), slot, error = std::move(error), v = std::move(value),
+                                 w = std::move(*p.work)]() mutable {
+                                  if (slot.is_connected()) slot.clear();
+                                  if constexpr (std::is_void_v<T>) {
+                                    static_cast<void>(v);  // a std::monostate: a task<void> has no value
+                                    std::move(h)(error);
+                                  } else {
+                                    std::move(h)(error, std::move(v));
+                                  }
+                                });
+                } catch (...) {
+                  p.abandon();
+                  throw;
+                }
                 p.abandon();  // (moved from)
               },
               // The handler's context is being destroyed: the handler goes unrun, as Asio

@@ -124,7 +124,9 @@ template <class Task>
 auto make_task_awaiter(Task&& t) {
   using T = typename Task::value_type;
   if constexpr (executor_like<typename Task::executor_type>) {
-    return task_on_awaiter<T>(t.release(), erase_executor(typename Task::executor_type{}));
+    // (The executor first: making it may throw, and then the task must still own its frame.)
+    auto executor = erase_executor(typename Task::executor_type{});
+    return task_on_awaiter<T>(t.release(), std::move(executor));
   } else {
     return task_awaiter<T>(t.release());
   }
