@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 #include "fault/failing_allocation.hpp"
 
@@ -104,6 +105,11 @@ long stop_failing_allocations() noexcept {
 }
 bool allocation_failed() noexcept {
   return failed;
+}
+
+uncounted_allocations::uncounted_allocations() noexcept : was_counting_(std::exchange(counting, false)) {}
+uncounted_allocations::~uncounted_allocations() {
+  counting = was_counting_;
 }
 
 }  // namespace coral_test

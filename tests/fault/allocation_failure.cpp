@@ -9,6 +9,7 @@
 // and every object the tasks held is destroyed (no frame is left behind); LeakSanitizer checks
 // the rest. At the end, wakes from another thread, on strands too, must not allocate at all.
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,6 +21,7 @@
 #include <coral/coral.hpp>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <new>
 #include <string>
 #include <thread>
@@ -129,6 +131,39 @@ BOOST_AUTO_TEST_CASE(with_a_completion_handler) {
     coral::spawn(ctx, parent(), [l = lifetime()](std::exception_ptr, int) {});
   });
   check_every_allocation("spawn, detached", [](asio::io_context& ctx) { coral::spawn(ctx, parent(), asio::detached); });
+}
+
+// A stateful allocator too large for any_io_executor's inline storage: an io_context executor that
+// carries it is kept on the heap, as a strand is, and Asio's prefer() and dispatch() copy it there.
+template <class T>
+struct padded_allocator {
+  using value_type = T;
+  padded_allocator() = default;
+  template <class U>
+  padded_allocator(const padded_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return std::allocator<T>().allocate(n); }
+  void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+  template <class U>
+  friend bool operator==(const padded_allocator&, const padded_allocator<U>&) noexcept {
+    return true;
+  }
+  void* padding[3] = {};
+};
+
+// A handler whose executor is type-erased and kept on the heap: keeping its outstanding work and
+// dispatching the completion to it allocate, and a completion that cannot be dispatched lets go
+// of the handler and its work unrun. (A strand would do the same, but Asio's strand may fail to
+// schedule itself after queuing the completion, which then waits for ever: not coral's to cover.)
+BOOST_AUTO_TEST_CASE(with_a_completion_handler_on_a_heap_executor) {
+  quiet_unobserved quiet;
+  check_every_allocation("spawn, handler on a heap executor", [](asio::io_context& ctx) {
+    const auto executor = [&] {
+      uncounted_allocations uncounted;
+      return asio::any_io_executor(
+          asio::require(ctx.get_executor(), asio::execution::allocator(padded_allocator<void>())));
+    }();
+    coral::spawn(ctx, parent(), asio::bind_executor(executor, [l = lifetime()](std::exception_ptr, int) {}));
+  });
 }
 
 // Spawns onto `executor` (of a context run by other threads) with the spawning thread's k-th

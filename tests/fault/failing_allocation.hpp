@@ -13,4 +13,17 @@ long stop_failing_allocations() noexcept;
 // Whether the allocation chosen by fail_allocation_at was reached (and thrown).
 bool allocation_failed() noexcept;
 
+// While one is alive, the calling thread's allocations are neither counted nor made to fail (what a
+// scenario makes that is not under test).
+class uncounted_allocations {
+ public:
+  uncounted_allocations() noexcept;
+  ~uncounted_allocations();
+  uncounted_allocations(const uncounted_allocations&) = delete;
+  uncounted_allocations& operator=(const uncounted_allocations&) = delete;
+
+ private:
+  bool was_counting_;
+};
+
 }  // namespace coral_test
