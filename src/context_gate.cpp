@@ -94,8 +94,8 @@ void context_gate::shut_down() noexcept {
     counted_ref<gate_member> member;
     {
       std::lock_guard lock(members_mutex_);
-      if (!members_) break;
-      member = counted_ref<gate_member>(members_);
+      if (members_.empty()) break;
+      member = counted_ref<gate_member>(&members_.front());
       unlink_locked(*member);
     }
     member->abandon();

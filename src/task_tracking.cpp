@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/core/demangle.hpp>
+#include <boost/intrusive/list.hpp>
 #define BOOST_LOCALE_NO_LIB  // (only its header-only UTF-8 decoder is used: no library to link)
 #include <boost/locale/utf.hpp>
 #include <cstdio>
@@ -37,8 +38,7 @@ bool tracking_from_environment() noexcept {
 // (the default executors shut down).
 struct registry {
   std::mutex mutex;
-  task_record* newest = nullptr;
-  std::size_t count = 0;
+  boost::intrusive::list<task_record> records;
   std::uint64_t last_id = 0;
 };
 registry& the_registry() {
@@ -180,10 +180,10 @@ void report_stall(const task_record& record, stall_report::kind what, std::int64
     std::lock_guard lock(the_registry().mutex);
     report.task_name = record.name;
     if (what == stall_report::kind::queued_too_long) {
-      for (const task_record* t = the_registry().newest; t; t = t->next) {
-        if (t != &record && t->context == record.context &&
-            t->current.load(std::memory_order_relaxed) == task_record::state::queued) {
-          report.also_queued.push_back(t->id);
+      for (const task_record& t : the_registry().records) {
+        if (&t != &record && t.context == record.context &&
+            t.current.load(std::memory_order_relaxed) == task_record::state::queued) {
+          report.also_queued.push_back(t.id);
         }
       }
     }
@@ -391,10 +391,7 @@ task_record* make_record(std::uint64_t parent, std::uint64_t spawned_by, const c
   registry& r = the_registry();
   std::lock_guard lock(r.mutex);
   record->id = ++r.last_id;
-  record->next = r.newest;
-  if (r.newest) r.newest->prev = record.get();
-  r.newest = record.get();
-  ++r.count;
+  r.records.push_front(*record);
   return record.release();
 }
 
@@ -405,10 +402,7 @@ void free_record(task_record* record) noexcept {
   {
     registry& r = the_registry();
     std::lock_guard lock(r.mutex);
-    if (record->prev) record->prev->next = record->next;
-    if (record->next) record->next->prev = record->prev;
-    if (r.newest == record) r.newest = record->next;
-    --r.count;
+    r.records.erase(r.records.iterator_to(*record));
   }
   delete record;
 }
@@ -552,8 +546,9 @@ std::vector<task_snapshot> snapshot_tasks() {
   std::vector<task_snapshot> tasks;
   auto& r = detail::the_registry();
   std::lock_guard lock(r.mutex);
-  tasks.reserve(r.count);
-  for (const detail::task_record* t = r.newest; t; t = t->next) {
+  tasks.reserve(r.records.size());
+  for (const detail::task_record& record : r.records) {
+    const detail::task_record* t = &record;
     task_snapshot& c = tasks.emplace_back();
     c.id = t->id;
     c.parent = t->parent;
@@ -696,7 +691,7 @@ bool task_tracking() noexcept {
 std::size_t tracked_task_count() noexcept {
   auto& r = detail::the_registry();
   std::lock_guard lock(r.mutex);
-  return r.count;
+  return r.records.size();
 }
 
 void dump_tasks(std::ostream& out, std::size_t limit) {

@@ -327,7 +327,7 @@ class broadcast_state {
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
   bool cancel(broadcast_waiter& w) {
     std::lock_guard lock(mutex_);
-    if (!w.linked) return false;
+    if (!w.linked()) return false;
     if (w.sending) {
       senders_.remove(w);
     } else {
@@ -449,7 +449,7 @@ class broadcast_state {
     }
     ++next_;
     for (broadcast_waiter* w = receivers_.first(); w;) {
-      auto& r = static_cast<broadcast_receive_waiter<T>&>(*std::exchange(w, static_cast<broadcast_waiter*>(w->next)));
+      auto& r = static_cast<broadcast_receive_waiter<T>&>(*std::exchange(w, receivers_.after(*w)));
       // (A waiter whose context is shutting down stays for the shutdown to take out.)
       if (!r.claim_for_wake(wake.waker)) continue;
       receivers_.remove(r);
@@ -475,7 +475,7 @@ class broadcast_state {
       if (closed_ || full()) return;
       broadcast_waiter* sender = nullptr;
       for (broadcast_waiter* w = senders_.first(); w && !sender;) {
-        broadcast_waiter& candidate = *std::exchange(w, static_cast<broadcast_waiter*>(w->next));
+        broadcast_waiter& candidate = *std::exchange(w, senders_.after(*w));
         if (!candidate.claim_for_wake(wake.waker)) continue;
         senders_.remove(candidate);
         if (candidate.ticket.claim()) {

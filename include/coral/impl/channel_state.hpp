@@ -205,7 +205,7 @@ class channel_state {
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
   bool cancel(channel_waiter& w) {
     std::lock_guard lock(mutex_);
-    if (!w.linked) return false;
+    if (!w.linked()) return false;
     (w.sending ? senders_ : receivers_).remove(w);
     w.error = asio::error::operation_aborted;
     return true;
@@ -328,7 +328,7 @@ class channel_state {
   channel_waiter* claim_counterpart(waiter_queue<channel_waiter>& queue, const race_ticket& mine, wakeups& h,
                                     bool& mine_lost) {
     for (channel_waiter* w = queue.first(); w;) {
-      channel_waiter& candidate = *std::exchange(w, static_cast<channel_waiter*>(w->next));
+      channel_waiter& candidate = *std::exchange(w, queue.after(*w));
       // (A waiter whose context is shutting down stays for the shutdown to take out.)
       if (!candidate.claim_for_wake(h.waker)) continue;
       switch (mine.claim_with(candidate.ticket)) {

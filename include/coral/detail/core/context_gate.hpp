@@ -3,6 +3,7 @@
 #include <atomic>
 #include <boost/asio/detail/call_stack.hpp>
 #include <boost/asio/detail/thread_context.hpp>
+#include <boost/intrusive/list.hpp>
 #include <memory>
 #include <mutex>
 
@@ -31,9 +32,8 @@ class gate_member : public ref_counted<gate_member> {
   // handler's allocator).
   virtual void destroy_self() noexcept = 0;
 
-  gate_member* gate_next_ = nullptr;
-  gate_member* gate_prev_ = nullptr;
-  bool gate_linked_ = false;  // guarded by the gate's members mutex
+  // (Guarded by the gate's members mutex; unlinked, it says so.)
+  boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> gate_hook_;
 };
 
 // The door into one execution context from outside it. Code that is not running on the context
@@ -91,11 +91,7 @@ class context_gate {
   bool link(gate_member& m) {
     std::lock_guard lock(members_mutex_);
     if (!is_open()) return false;
-    m.gate_prev_ = nullptr;
-    m.gate_next_ = members_;
-    if (members_) members_->gate_prev_ = &m;
-    members_ = &m;
-    m.gate_linked_ = true;
+    members_.push_front(m);
     return true;
   }
   // Returns true for the one caller that unlinks `m` (the member's end, or the shutdown).
@@ -127,7 +123,7 @@ class context_gate {
   template <class F>
   bool if_linked(gate_member& m, F&& f) {
     std::lock_guard lock(members_mutex_);
-    if (!m.gate_linked_) return false;
+    if (!m.gate_hook_.is_linked()) return false;
     f();
     return true;
   }
@@ -150,11 +146,8 @@ class context_gate {
   }
 
   bool unlink_locked(gate_member& m) noexcept {
-    if (!m.gate_linked_) return false;
-    (m.gate_prev_ ? m.gate_prev_->gate_next_ : members_) = m.gate_next_;
-    if (m.gate_next_) m.gate_next_->gate_prev_ = m.gate_prev_;
-    m.gate_next_ = m.gate_prev_ = nullptr;
-    m.gate_linked_ = false;
+    if (!m.gate_hook_.is_linked()) return false;
+    members_.erase(members_.iterator_to(m));
     return true;
   }
 
@@ -163,7 +156,10 @@ class context_gate {
   std::atomic<bool> open_{true};
   std::atomic<unsigned> entered_{0};
   std::mutex members_mutex_;
-  gate_member* members_ = nullptr;
+  boost::intrusive::list<
+      gate_member, boost::intrusive::constant_time_size<false>,
+      boost::intrusive::member_hook<gate_member, decltype(gate_member::gate_hook_), &gate_member::gate_hook_>>
+      members_;
 };
 
 // The gate of the execution context behind `executor` (created with the context's coral service

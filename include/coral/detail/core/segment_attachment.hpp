@@ -1,5 +1,6 @@
 #pragma once
 
+#include <boost/intrusive/slist.hpp>
 #include <utility>
 
 namespace coral::detail {
@@ -7,7 +8,8 @@ namespace coral::detail {
 // What a feature built on tasks keeps per segment and reuses from one co_await to the next
 // (with_timeout's timer, the threads of the asio::awaitable bridge). The segment knows nothing of
 // those features: it holds their attachments and tells them when it leaves its context.
-class segment_attachment {
+class segment_attachment
+    : public boost::intrusive::slist_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>> {
  public:
   // Which attachment this is: the address of a tag of its type's own.
   const void* const kind;
@@ -23,10 +25,6 @@ class segment_attachment {
  protected:
   explicit segment_attachment(const void* k) noexcept : kind(k) {}
   ~segment_attachment() = default;
-
- private:
-  friend class segment_attachments;
-  segment_attachment* next_ = nullptr;
 };
 
 // A segment's attachments, used on its executor: a short list with the one found last at its
@@ -39,41 +37,46 @@ class segment_attachments {
 
   // The attachment of `kind`, or none.
   segment_attachment* find(const void* kind) noexcept {
-    if (!first_ || first_->kind == kind) [[likely]]
-      return first_;
-    for (segment_attachment** link = &first_->next_; *link; link = &(*link)->next_) {
-      if ((*link)->kind == kind) {
-        segment_attachment* found = *link;
-        *link = found->next_;
-        found->next_ = std::exchange(first_, found);
-        return found;
+    if (list_.empty()) return nullptr;
+    if (list_.front().kind == kind) [[likely]]
+      return &list_.front();
+    for (auto before = list_.begin(), it = std::next(before); it != list_.end(); before = it++) {
+      if (it->kind == kind) {
+        segment_attachment& found = *it;
+        list_.erase_after(before);
+        list_.push_front(found);
+        return &found;
       }
     }
     return nullptr;
   }
 
-  void add(segment_attachment& a) noexcept { a.next_ = std::exchange(first_, &a); }
+  void add(segment_attachment& a) noexcept { list_.push_front(a); }
 
   // Forgets `a` (an attachment that can no longer serve the segment) without telling it.
   void remove(segment_attachment& a) noexcept {
-    for (segment_attachment** link = &first_; *link; link = &(*link)->next_) {
-      if (*link == &a) {
-        *link = a.next_;
-        return;
-      }
-    }
+    list_.remove_if([&](const segment_attachment& e) noexcept { return &e == &a; });
   }
 
   void task_ended() noexcept {
-    for (segment_attachment* a = first_; a;) std::exchange(a, a->next_)->task_ended();
+    // (Each may remove and destroy itself: the walk has moved past it first.)
+    for (auto it = list_.begin(); it != list_.end();) (*it++).task_ended();
   }
 
   void leave_context() noexcept {
-    for (segment_attachment* a = std::exchange(first_, nullptr); a;) std::exchange(a, a->next_)->leave_context();
+    list_type leaving;
+    leaving.swap(list_);
+    while (!leaving.empty()) {
+      segment_attachment& a = leaving.front();
+      leaving.pop_front();
+      a.leave_context();
+    }
   }
 
  private:
-  segment_attachment* first_ = nullptr;
+  using list_type = boost::intrusive::slist<segment_attachment, boost::intrusive::constant_time_size<false>,
+                                            boost::intrusive::linear<true>>;
+  list_type list_;
 };
 
 }  // namespace coral::detail

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <boost/intrusive/list.hpp>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
@@ -16,11 +17,9 @@
 
 namespace coral::detail {
 
-// The links of a task group's child in its group's list (guarded by the group's mutex).
-struct group_link {
-  segment_ref segment;  // set by add(), let go of when the child ends
-  group_link* prev = nullptr;
-  group_link* next = nullptr;
+// A task group's child in its group's list (guarded by the group's mutex).
+struct group_link : boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> {
+  segment_ref segment;       // set by add(), let go of when the child ends
   bool cancel_sent = false;  // (a child is cancelled once: cancellation is level-triggered)
 };
 
@@ -38,9 +37,7 @@ class group_state : public ref_counted<group_state> {
     bool cancel_now;
     {
       std::lock_guard lock(mutex_);
-      link.next = children_;
-      if (children_) children_->prev = &link;
-      children_ = &link;
+      children_.push_front(link);
       ++running_;
       cancel_now = cancelled_;
       link.cancel_sent = cancel_now;
@@ -61,8 +58,7 @@ class group_state : public ref_counted<group_state> {
     std::optional<context_gate::pass> pass;
     {
       std::lock_guard lock(mutex_);
-      (link.prev ? link.prev->next : children_) = link.next;
-      if (link.next) link.next->prev = link.prev;
+      children_.erase(children_.iterator_to(link));
       // Once the group is cancelled, children ending with operation_aborted did what they were
       // told: that is not a failure to report. (A dropped exception is freed after the lock.)
       if (failure && !failure_ && !(cancelled_ && aborted)) {
@@ -162,7 +158,7 @@ class group_state : public ref_counted<group_state> {
       std::size_t n = 0;
       {
         std::lock_guard lock(mutex_);
-        for (auto* l = children_; l && n < batch.size(); l = l->next) {
+        for (auto l = children_.begin(); l != children_.end() && n < batch.size(); ++l) {
           if (l->cancel_sent) continue;
           l->cancel_sent = true;
           batch[n++] = segment_ref(l->segment.get());
@@ -179,7 +175,7 @@ class group_state : public ref_counted<group_state> {
   }
 
   mutable std::mutex mutex_;
-  group_link* children_ = nullptr;
+  boost::intrusive::list<group_link, boost::intrusive::constant_time_size<false>> children_;
   std::size_t running_ = 0;
   bool cancelled_ = false;
   std::exception_ptr failure_;

@@ -31,7 +31,7 @@ class sync_state {
   // Unlinks `w` if it still waits; true if it did (the caller then completes it as cancelled).
   bool cancel(queued_waiter& w) {
     std::lock_guard lock(mutex_);
-    if (!w.linked) return false;
+    if (!w.linked()) return false;
     waiters_.remove(w);
     w.error = asio::error::operation_aborted;
     return true;
@@ -117,7 +117,7 @@ class permit_state : public sync_state {
     queued_waiter *granted, *losers = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (!w.linked) return false;
+      if (!w.linked()) return false;
       waiters_.remove(w);
       w.error = asio::error::operation_aborted;
       granted = grant_waiting(nullptr, losers);
@@ -360,6 +360,7 @@ class barrier_phases : public sync_state {
       *tail = w;
       tail = &w->next;
     }
+    *tail = nullptr;
     end.woken = static_cast<queued_waiter*>(woken);
     left_ = expected_;
     ++phase_;
@@ -370,9 +371,9 @@ class barrier_phases : public sync_state {
   // phase in progress withdraws its arrival; one whose phase completed is only taken out.
   bool cancel(queued_waiter& w) {
     std::lock_guard lock(mutex_);
-    if (!w.linked) return false;
+    if (!w.linked()) return false;
     bool phase_over = false;
-    for (queued_waiter* o = phase_over_.first(); o; o = static_cast<queued_waiter*>(o->next)) phase_over |= o == &w;
+    for (queued_waiter* o = phase_over_.first(); o; o = phase_over_.after(*o)) phase_over |= o == &w;
     if (phase_over) {
       phase_over_.remove(w);
     } else {
@@ -414,7 +415,7 @@ class barrier_phases : public sync_state {
   bool claim_races(queued_waiter* own, phase_end& end) {
     std::vector<race_ticket> tickets;
     std::vector<queued_waiter*> raced;
-    for (queued_waiter* w = waiters_.first(); w; w = static_cast<queued_waiter*>(w->next)) {
+    for (queued_waiter* w = waiters_.first(); w; w = waiters_.after(*w)) {
       if (w->ticket) tickets.push_back(w->ticket), raced.push_back(w);
     }
     if (own && own->ticket) tickets.push_back(own->ticket), raced.push_back(own);

@@ -6,6 +6,7 @@
 // defines it for coral and its consumers); kept only for tasks started while tracking is on.
 
 #include <atomic>
+#include <boost/intrusive/list_hook.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -114,7 +115,8 @@ enum class executor_kind : std::uint8_t { io_context, thread_pool, other };
 // read by dumps on any thread: every field a dump reads is atomic (relaxed: a dump is a
 // snapshot, and a field written meanwhile shows its old or its new value). Records are linked
 // into the registry, whose lock a dump holds: a record is freed only after it is unlinked.
-class task_record {
+// (Linked into the registry, newest first, guarded by its lock.)
+class task_record : public boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> {
  public:
   enum class state : std::uint8_t { queued, running, suspended };
   // The innermost coroutines of a segment whose await is recorded: deeper ones are counted.
@@ -153,10 +155,6 @@ class task_record {
   std::int64_t resumed_at_ns = 0;
   source_place resumed_from;         // the co_await it was last resumed from
   std::uint8_t stalls_reported = 0;  // bit 0: ran too long, bit 1: queued too long
-
-  // Links in the registry (guarded by its lock).
-  task_record* prev = nullptr;
-  task_record* next = nullptr;
 };
 
 // An exception leaving the coroutines of tracked tasks, with the co_awaits it crossed so far

@@ -72,14 +72,14 @@ void wake_each(
       rest_tail = &w.next;
       continue;
     }
-    w.next = w.prev = nullptr;
+    w.next = nullptr;
     settle(w);
     w.wake(waker);
   }
   *rest_tail = nullptr;
   for (waiter_node* node = rest; node;) {
     auto& w = static_cast<Waiter&>(*std::exchange(node, node->next));
-    w.next = w.prev = nullptr;
+    w.next = nullptr;
     settle(w);
     w.wake(waker);
   }

@@ -1,43 +1,40 @@
 #pragma once
 
+#include <boost/intrusive/list.hpp>
 #include <cstddef>
 #include <utility>
 
 namespace coral::detail {
 
 // A node of an intrusive FIFO of suspended operations (channel senders and receivers; mutex,
-// semaphore and event waiters). The queue's owner guards it with its own lock.
-struct waiter_node {
-  waiter_node* next = nullptr;
-  waiter_node* prev = nullptr;
-  bool linked = false;  // guarded by the owner's lock
+// semaphore and event waiters). The queue's owner guards it with its own lock. Once taken out,
+// waiters travel to their wake in a list of their own, linked through `next`.
+struct waiter_node : boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> {
+  // Whether it waits in a queue (guarded by the owner's lock).
+  bool linked() const noexcept { return is_linked(); }
+
+  waiter_node* next = nullptr;  // (only once unlinked)
 };
 
 template <class Waiter>
 class waiter_queue {
  public:
-  bool empty() const noexcept { return head_ == nullptr; }
-  Waiter& front() const noexcept { return static_cast<Waiter&>(*head_); }
-  // For walking the queue through `next` (under the owner's lock, unlinking only what was passed).
-  Waiter* first() const noexcept { return static_cast<Waiter*>(head_); }
-  void push_back(Waiter& w) noexcept {
-    w.prev = tail_;
-    w.next = nullptr;
-    (tail_ ? tail_->next : head_) = &w;
-    tail_ = &w;
-    w.linked = true;
+  bool empty() const noexcept { return list_.empty(); }
+  Waiter& front() noexcept { return static_cast<Waiter&>(list_.front()); }
+  // For walking the queue (under the owner's lock, unlinking only what was passed): the first
+  // waiter, and the one after `w`, or none.
+  Waiter* first() noexcept { return empty() ? nullptr : &front(); }
+  Waiter* after(Waiter& w) noexcept {
+    auto it = std::next(list_.iterator_to(w));
+    return it == list_.end() ? nullptr : static_cast<Waiter*>(&*it);
   }
+  void push_back(Waiter& w) noexcept { list_.push_back(w); }
   Waiter& pop_front() noexcept {
     Waiter& w = front();
     remove(w);
     return w;
   }
-  void remove(Waiter& w) noexcept {
-    (w.prev ? w.prev->next : head_) = w.next;
-    (w.next ? w.next->prev : tail_) = w.prev;
-    w.next = w.prev = nullptr;
-    w.linked = false;
-  }
+  void remove(Waiter& w) noexcept { list_.erase(list_.iterator_to(w)); }
   // Unlinks up to `n` waiters from the front that `waker` may wake (see claim_for_wake) and returns
   // them as a list linked through `next`; `n` is left with how many more were asked for than
   // there were. Waiters it may not wake stay queued.
@@ -66,7 +63,7 @@ class waiter_queue {
     waiter_node* taken = nullptr;
     waiter_node** tail = &taken;
     for (Waiter* w = first(); w && fits(*w);) {
-      Waiter& candidate = *std::exchange(w, static_cast<Waiter*>(w->next));
+      Waiter& candidate = *std::exchange(w, after(*w));
       if (!candidate.claim_for_wake(waker)) continue;
       remove(candidate);
       if (!takes(candidate)) {
@@ -77,6 +74,7 @@ class waiter_queue {
       *tail = &candidate;
       tail = &candidate.next;
     }
+    *tail = nullptr;
     return static_cast<Waiter*>(taken);
   }
   // As take_front, for every waiter.
@@ -87,8 +85,7 @@ class waiter_queue {
   }
 
  private:
-  waiter_node* head_ = nullptr;
-  waiter_node* tail_ = nullptr;
+  boost::intrusive::list<waiter_node, boost::intrusive::constant_time_size<false>> list_;
 };
 
 }  // namespace coral::detail
